@@ -90,11 +90,12 @@ def energy(kwh: float | None) -> str:
 SMALL_MONEY_USD = 10.0
 
 
-def interruptions(expected: float) -> str:
-    """Expected interruptions as the CLI and the card print them: two significant figures under 10
-    ('0.15', '2.3'), whole above ('419'), and '< 0.01' rather than '0' for a short job that may still
-    be interrupted (trial s47 L7: the text said 0.2 where --json said 0.151; the card '< 0.1', the
-    CLI '0.0', for one figure)."""
+def expected_events(expected: float) -> str:
+    """An expected count of events (interruptions, spot preemptions, maintenance restarts) as the CLI
+    and the card print it: two significant figures under 10 ('0.15', '2.3'), whole above ('419'),
+    and '< 0.01' rather than '0' for a short job that may still see one (trial s47 L7: the text said
+    0.2 where --json said 0.151; the card '< 0.1', the CLI '0.0', for one figure; review s48: the
+    preemptions and maintenance restarts beside it read '1.1' and '0.0' by their own rule)."""
     if 0 < expected < 0.005:
         return "< 0.01"
     return f"{expected:,.0f}" if expected >= 10 else f"{expected:.2g}"

@@ -427,8 +427,8 @@ _LABELS: dict[str, tuple[str, str]] = {
     "card_gpus": ("GPUs", "GPU"),
     "card_nodes": ("Nodes × GPUs", "节点 × GPU"),
     "spot_wait": (
-        "{count:,.1f} spot preemptions expected, each waiting {wait} for capacity (in the time and cost).",
-        "预计 {count:,.1f} 次竞价实例抢占，每次等待 {wait}重新获得容量（已计入时间和成本）。",
+        "{count} spot preemptions expected, each waiting {wait} for capacity (in the time and cost).",
+        "预计 {count} 次竞价实例抢占，每次等待 {wait}重新获得容量（已计入时间和成本）。",
     ),
     "card_domain": ("one NVLink domain", "1 个 NVLink 域"),
     "card_domains": ("{count} NVLink domains", "{count} 个 NVLink 域"),

@@ -23,7 +23,7 @@ from planner.catalog.hf_config import encoder_sections
 from planner.catalog.prices import PriceBasis
 from planner.errors import RuleViolation
 from planner.estimate_parts import GoodputEstimate
-from planner.fmt import energy, interruptions, number_band
+from planner.fmt import energy, expected_events, number_band
 from planner.model.attention_kernels import AttentionKernel
 from planner.model.profiles import own_model_profile
 from planner.model.rates import KERNEL_WORDS
@@ -72,7 +72,7 @@ def goodput_row(tr: Labels, g: GoodputEstimate | None) -> tuple[tuple[int, str, 
         (
             1,
             "card_interruptions",
-            none if g.expected_interruptions is None else interruptions(g.expected_interruptions),
+            none if g.expected_interruptions is None else expected_events(g.expected_interruptions),
         ),
         (
             1,
@@ -200,7 +200,7 @@ def spot_wait_text(tr: Labels, g: GoodputEstimate | None) -> str | None:
     """'1.1 spot preemptions expected, each waiting 80 min for capacity (in the time and cost).'"""
     if g is None or g.spot_preemptions is None:
         return None
-    return tr("spot_wait", count=g.spot_preemptions, wait=short_duration(tr, g.capacity_wait_s))
+    return tr("spot_wait", count=expected_events(g.spot_preemptions), wait=short_duration(tr, g.capacity_wait_s))
 
 
 def tie_rule_text(tr: Labels, result) -> str | None:

@@ -10,7 +10,7 @@ from pathlib import Path
 from planner.catalog.hardware import load_catalog
 from planner.catalog.specs import NodeTemplate
 from planner.estimate_parts import GoodputEstimate
-from planner.fmt import counted, duration_h, duration_words, interruptions, money, number_band
+from planner.fmt import counted, duration_h, duration_words, expected_events, money, number_band
 from planner.model.goodput import MIN_GOODPUT
 from planner.model.run_loss_inputs import RunLossInputs
 from planner.plan import Estimate, Plan
@@ -160,7 +160,7 @@ def goodput_line(g: GoodputEstimate) -> str:
     # failure rate 0 (--failure-rate-x 0): the other losses still count (was "goodput 100%", whatever they took)
     parts = ["no failures modelled (failure rate 0)"] if g.mttf_h is None else [f"MTTF {g.mttf_h:,.1f} h"]
     if g.expected_interruptions is not None and g.mttf_h is not None:
-        parts.append(f"{interruptions(g.expected_interruptions)} expected interruptions")
+        parts.append(f"{expected_events(g.expected_interruptions)} expected interruptions")
     if g.checkpoint_interval_min is not None:
         steps = f"{counted(g.checkpoint_interval_steps, 'step')}, " if g.checkpoint_interval_steps is not None else ""
         parts.append(
@@ -170,13 +170,17 @@ def goodput_line(g: GoodputEstimate) -> str:
     if g.mttf_h is not None:
         parts.append(f"restart {duration_words(g.restart_s)}")
     if g.capacity_wait_s > 0:  # trial s30: a preemption was timed as a failure, no wait
-        count = "spot preemptions" if g.spot_preemptions is None else f"{g.spot_preemptions:,.1f} spot preemptions"
+        count = (
+            "spot preemptions"
+            if g.spot_preemptions is None
+            else f"{expected_events(g.spot_preemptions)} spot preemptions"
+        )
         parts.append(f"{count}, each waiting {duration_words(g.capacity_wait_s)} for capacity")
     parts.append(
         f"slowest rank +{g.straggler_fraction:.1%}, evaluation +{g.evaluation_fraction:.1%}"
         + (f", input stalls +{g.data_stall_fraction:.1%}" if g.data_stall_fraction else "")
         # trial s27: "planned restarts" read as restarts of the job's own; they are the hosts' maintenance
-        + ("" if g.planned_restarts is None else f", {g.planned_restarts:,.1f} maintenance restarts")
+        + ("" if g.planned_restarts is None else f", {expected_events(g.planned_restarts)} maintenance restarts")
         + f", start-up {duration_words(g.startup_s)}"
     )
     return f"goodput {g.goodput_fraction:.1%}: " + ", ".join(parts)

@@ -1,6 +1,6 @@
 """Money reads short at every size: no "$36,795,068,668.09M", no "$0" for a small job."""
 
-from planner.fmt import energy, energy_band, interruptions, money, money_band, money_short
+from planner.fmt import energy, energy_band, expected_events, money, money_band, money_short
 
 
 def test_large_sums_take_billions_and_trillions():
@@ -62,5 +62,5 @@ def test_a_budget_answer_always_prints_the_cost_above_the_budget():
 
 def test_expected_interruptions_read_two_figures_under_ten_and_never_zero_when_some():
     """Trial s47 L7: --json's 0.151 was printed 0.2 (and the card's '< 0.1' beside the CLI's '0.0')."""
-    assert interruptions(0.151) == "0.15" and interruptions(2.34) == "2.3" and interruptions(419.4) == "419"
-    assert interruptions(0.004) == "< 0.01" and interruptions(0.0) == "0" and interruptions(12_345.6) == "12,346"
+    assert expected_events(0.151) == "0.15" and expected_events(2.34) == "2.3" and expected_events(419.4) == "419"
+    assert expected_events(0.004) == "< 0.01" and expected_events(0.0) == "0" and expected_events(12_345.6) == "12,346"

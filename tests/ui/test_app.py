@@ -89,7 +89,7 @@ def assert_card_shows(at: AppTest, request: PlanRequest, tr: Labels = EN) -> Non
     assert e.goodput is not None and e.goodput.expected_interruptions is not None
     assert shown[tr("card_goodput")] == f"{e.goodput.goodput_fraction:.1%}"
     expected = e.goodput.expected_interruptions
-    assert shown[tr("card_interruptions")] == fmt.interruptions(expected)  # the CLI's figure (trial s47 L7)
+    assert shown[tr("card_interruptions")] == fmt.expected_events(expected)  # the CLI's figure (trial s47 L7)
     (energy_metric,) = [m for m in at.metric if m.label == tr("card_energy")]  # every figure has its band
     assert u.energy_kwh is not None and energy_metric.delta == tr(
         "card_band", lo=energy(u.energy_kwh[0]), hi=energy(u.energy_kwh[1])
