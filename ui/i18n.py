@@ -15,7 +15,9 @@ from collections.abc import Iterable
 from planner.api.notices import MEGATRON_LM_ERA_WORDS, ZERO3_ACROSS_NODES_WORDS
 from planner.catalog.prices import PRICE_KINDS, PriceBasis
 from planner.model.attention_kernels import AttentionKernel
+from planner.model.energy import power_basis_words
 from planner.model.rates import CP_FALLBACK_WORDS, KERNEL_WORDS, SDPA_CUDNN_NOTE, SDPA_SKIPS_CUDNN_NOTE
+from planner.model.settings import DEFAULT_SETTINGS
 from planner.units import HOURS_PER_YEAR
 from ui.i18n_messages import MESSAGE_LABELS
 from ui.i18n_page import PAGE_LABELS
@@ -439,6 +441,12 @@ _LABELS: dict[str, tuple[str, str]] = {
     "card_cost": ("Cost", "费用"),
     "card_cost_bought": ("Cost (amortised purchase)", "费用（购买摊销）"),
     "card_energy": ("Energy", "能耗"),
+    # what the energy figure assumes, the CLI's words after its energy (planner/model/energy.py)
+    "card_energy_help": (
+        power_basis_words()[:1].upper() + power_basis_words()[1:] + ".",
+        f"按服务器以其最大功率的 {DEFAULT_SETTINGS.power_fraction_of_max:.0%} 运行计（与 MFU 无关），"
+        f"PUE {DEFAULT_SETTINGS.pue:g}。",
+    ),
     "card_mfu": ("MFU", "MFU"),
     "card_tokens": ("Tokens/s", "token/秒"),
     "card_memory": ("Memory per GPU", "每 GPU 显存"),

@@ -135,6 +135,10 @@ def card_rows(tr: Labels, plan: Plan, bought: bool) -> tuple:
     )
 
 
+# A metric's tooltip: what its figure assumes (review s48: the energy's 80% of maximum power was unsaid).
+CARD_HELP = {"card_energy": "card_energy_help"}
+
+
 def card_deltas(tr: Labels, plan: Plan) -> dict[str, str | None]:
     """What each metric shows below it: the 80 % band of time, cost, energy and tokens/s, memory's share."""
     bands, mem = figure_bands(tr, plan.estimate), plan.estimate.memory
@@ -288,7 +292,8 @@ def plan_card(
             st.warning(memory, icon=":material/memory:")
         for row in filter(None, card_rows(tr, plan, bought)):
             for column, (_, key, value) in zip(st.columns([width for width, _, _ in row]), row, strict=True):
-                column.metric(tr(key), value, deltas.get(key), delta_color="off", delta_arrow="off")
+                help_text = tr(CARD_HELP[key]) if key in CARD_HELP else None
+                column.metric(tr(key), value, deltas.get(key), help=help_text, delta_color="off", delta_arrow="off")
         for line in card_captions(tr, plan, result, calibration, bought, kept):
             st.caption(line)
         callouts = (

@@ -17,6 +17,7 @@ from planner.catalog.prices import PriceBasis
 from planner.estimate_parts import MemoryTerms, PeakMoment, TimeTerms, term_words
 from planner.fmt import counted, duration_band, energy_band, money_band
 from planner.layout import Precision
+from planner.model.energy import power_basis_words
 from planner.model.rates import SDPA_CUDNN_NOTE, SDPA_SKIPS_CUDNN_NOTE
 from planner.plan import Estimate, Plan
 from planner.plan_calibration import CalibratedGpu, PlanCalibration
@@ -204,7 +205,7 @@ def summary_lines(p: Plan) -> list[str]:
         lines.append(
             f"{would}time-to-train {duration_band(e.time_to_train_h, None if u is None else u.time_to_train_h)}, "
             f"cost {money_band(e.cost_usd, None if u is None else u.cost_usd)}{price_words(p)}, "
-            f"energy {energy_band(e.energy_kwh, None if u is None else u.energy_kwh)}"
+            f"energy {energy_band(e.energy_kwh, None if u is None else u.energy_kwh)}: {power_basis_words()}"
         )
     if (median := median_line(e)) is not None:
         lines.append(would + median)

@@ -24,7 +24,7 @@ import numpy as np
 from planner.catalog.hardware import GPUSpec
 from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
 
-__all__ = ["energy_kwh", "energy_usd", "gpu_wall_power_w", "max_power_w", "wall_power_w"]
+__all__ = ["energy_kwh", "energy_usd", "gpu_wall_power_w", "max_power_w", "power_basis_words", "wall_power_w"]
 
 
 def max_power_w(tdp_w, node_power_w_per_gpu, settings: ModelingSettings = DEFAULT_SETTINGS):
@@ -56,3 +56,13 @@ def energy_kwh(gpu_hours, wall_w, pue: float):
 def energy_usd(gpu_hours, wall_w, pue: float, usd_per_kwh: float):
     """What :func:`energy_kwh` costs at ``usd_per_kwh``."""
     return energy_kwh(gpu_hours, wall_w, pue) * usd_per_kwh
+
+
+def power_basis_words(settings: ModelingSettings = DEFAULT_SETTINGS) -> str:
+    """What every energy figure assumes, in the words the CLI's energy line ends with and the app
+    card's energy help reads (ui/i18n.py "card_energy_help"): "servers drawing 80% of their maximum
+    power whatever the MFU, PUE 1.25" (review s48: the line did not say it)."""
+    return (
+        f"servers drawing {settings.power_fraction_of_max:.0%} of their maximum power whatever the MFU,"
+        f" PUE {settings.pue:g}"
+    )

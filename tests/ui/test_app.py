@@ -94,6 +94,7 @@ def assert_card_shows(at: AppTest, request: PlanRequest, tr: Labels = EN) -> Non
     assert u.energy_kwh is not None and energy_metric.delta == tr(
         "card_band", lo=energy(u.energy_kwh[0]), hi=energy(u.energy_kwh[1])
     )
+    assert energy_metric.help == tr("card_energy_help")  # what it assumes, as the CLI's line says (review s48)
 
 
 # --------------------------------------------------------------------------- app runs
