@@ -101,6 +101,13 @@ def expected_events(expected: float) -> str:
     return f"{expected:,.0f}" if expected >= 10 else f"{expected:.2g}"
 
 
+def percent(value_pct: float) -> str:
+    """A figure given in percent ('5' for 5 %) as the CLI and the app write it: '5%', the sign at the
+    figure as Python's '{:.1%}' puts it (review s48: the CLI's run-loss words said 'input stalls 5 %'
+    beside its own 'input stalls +5.0%', where the card said '5%')."""
+    return f"{value_pct:g}%"
+
+
 def money(usd: float | None, *, cents_below: float = -math.inf, column_max: float = 0.0) -> str:
     """``$1.23M`` / ``$4.56B`` / ``$7.89T`` from a million on, else whole dollars (``$12,345``);
     cents below ``cents_below`` and below a dollar (a job of a few GPU-minutes is not "$0").

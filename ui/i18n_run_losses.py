@@ -85,13 +85,14 @@ RUN_LOSS_LABELS: dict[str, tuple[str, str]] = {
         " default at 10K GPUs)",
         f"任务启动耗时，每次运行一次，分钟（默认 {STARTUP_MIN:g}：估计值；MegaScale 在 1 万块 GPU 上默认为 17）",
     ),
-    # the card's line under the goodput (ui/plan_card.py run_losses_text)
+    # the card's line under the goodput (ui/plan_card.py run_losses_text); each {value} is the figure as
+    # RunLossInputs.said shows it, a percentage with its sign (planner.fmt.percent)
     "card_run_losses": ("Goodput on your figures: {words}.", "有效训练时间占比按您给出的数字计算：{words}。"),
-    "loss_words_failure_rate_x": ("failure rate {value:g}×", "故障率 {value:g} 倍"),
+    "loss_words_failure_rate_x": ("failure rate {value}×", "故障率 {value} 倍"),
     "loss_words_no_failures": ("no failures", "不发生故障"),
-    "loss_words_checkpoint_write_gb_per_s": ("checkpoint write {value:g} GB/s", "检查点写入 {value:g} GB/s"),
-    "loss_words_restart_minutes": ("restart {value:g} min", "重启 {value:g} 分钟"),
-    "loss_words_data_stall_pct": ("input stalls {value:g}%", "输入停顿 {value:g}%"),
-    "loss_words_eval_pct": ("evaluation {value:g}%", "评估 {value:g}%"),
-    "loss_words_startup_minutes": ("start-up {value:g} min", "启动 {value:g} 分钟"),
+    "loss_words_checkpoint_write_gb_per_s": ("checkpoint write {value} GB/s", "检查点写入 {value} GB/s"),
+    "loss_words_restart_minutes": ("restart {value} min", "重启 {value} 分钟"),
+    "loss_words_data_stall_pct": ("input stalls {value}", "输入停顿 {value}"),
+    "loss_words_eval_pct": ("evaluation {value}", "评估 {value}"),
+    "loss_words_startup_minutes": ("start-up {value} min", "启动 {value} 分钟"),
 }

@@ -13,6 +13,7 @@ from __future__ import annotations
 import annotated_types
 from pydantic import BaseModel, Field
 
+from planner.fmt import percent
 from planner.frozen import FROZEN
 from planner.model.settings import ModelingSettings
 from planner.units import SECONDS_PER_MINUTE
@@ -80,11 +81,12 @@ class RunLossInputs(BaseModel):
             changes["job_startup_s"] = self.startup_minutes * SECONDS_PER_MINUTE
         return s.but(**changes) if changes else s
 
-    def said(self) -> list[tuple[str, float]]:
-        """The figures given as (word key, value): a field's name, or ``NO_FAILURES`` for a failure rate
-        of 0 (the CLI's ``words`` and the app card's words read this one rule)."""
+    def said(self) -> list[tuple[str, str]]:
+        """The figures given as (word key, figure as shown): a field's name, or ``NO_FAILURES`` for a
+        failure rate of 0; a percentage by ``planner.fmt.percent`` (the CLI's ``words`` and the app
+        card's words read this one rule)."""
         return [
-            (NO_FAILURES if name == "failure_rate_x" and value == 0 else name, value)
+            (NO_FAILURES if name == "failure_rate_x" and value == 0 else name, shown_figure(name, value))
             for name, value in self.given().items()
         ]
 
@@ -94,16 +96,22 @@ class RunLossInputs(BaseModel):
         return ", ".join(_WORDS[key].format(value=value) for key, value in self.said())
 
 
+def shown_figure(name: str, value: float) -> str:
+    """A run-loss figure as its words show it: the fields in percent ('_pct') as ``percent``, the
+    others as given ('2', '20'), their unit in the words."""
+    return percent(value) if name.endswith("_pct") else f"{value:g}"
+
+
 # The CLI's words of each figure (the app's, in both languages: ui/i18n_run_losses.py "loss_words_*").
 NO_FAILURES = "no_failures"
 _WORDS = {
-    "failure_rate_x": "failure rate {value:g}x",
+    "failure_rate_x": "failure rate {value}x",
     NO_FAILURES: "no failures",
-    "checkpoint_write_gb_per_s": "checkpoint write {value:g} GB/s",
-    "restart_minutes": "restart {value:g} min",
-    "data_stall_pct": "input stalls {value:g} %",
-    "eval_pct": "evaluation {value:g} %",
-    "startup_minutes": "start-up {value:g} min",
+    "checkpoint_write_gb_per_s": "checkpoint write {value} GB/s",
+    "restart_minutes": "restart {value} min",
+    "data_stall_pct": "input stalls {value}",
+    "eval_pct": "evaluation {value}",
+    "startup_minutes": "start-up {value} min",
 }
 
 

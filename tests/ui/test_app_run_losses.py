@@ -66,8 +66,8 @@ def test_figures_reach_the_request_the_card_and_the_explorer():
 @pytest.mark.parametrize("tr", [EN, ZH], ids=["en", "zh"])
 def test_every_figure_on_the_card_in_the_pages_language(tr):
     at = run_app(lang=tr.lang, **boxes(EVERY_FIGURE))
-    words = [tr("loss_words_no_failures")]
-    words += [tr(f"loss_words_{name}", value=v) for name, v in EVERY_FIGURE.given().items() if name != "failure_rate_x"]
+    words = [tr(f"loss_words_{key}", value=shown) for key, shown in EVERY_FIGURE.said()]  # no failures first
+    assert words[0] == tr("loss_words_no_failures")
     line = tr("card_run_losses", words=tr.join(words))
     assert line in [c.value for c in at.caption]
     assert card(at)[tr("card_mttf")] == "-"  # failure rate 0: no failures modelled

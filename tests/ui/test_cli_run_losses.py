@@ -57,7 +57,7 @@ def test_json_records_the_user_s_figures_and_the_goodput_they_give(capsys):
 def test_the_goodput_line_says_which_figures_are_the_user_s(capsys):
     assert main([*EST, "--failure-rate-x", "2", "--data-stall-pct", "5"]) == 0
     (line,) = [x for x in capsys.readouterr().out.splitlines() if x.startswith("goodput")]
-    assert line.endswith("; on your figures: failure rate 2x, input stalls 5 %") and "input stalls +5.0%" in line
+    assert line.endswith("; on your figures: failure rate 2x, input stalls 5%") and "input stalls +5.0%" in line
     assert main([*EST, "--failure-rate-x", "0"]) == 0
     (line,) = [x for x in capsys.readouterr().out.splitlines() if x.startswith("goodput")]
     # the other losses still count where nothing fails (was "goodput 100%" whatever they took)

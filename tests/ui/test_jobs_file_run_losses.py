@@ -51,7 +51,7 @@ def test_portfolio_text_says_which_jobs_days_rest_on_your_figures(tmp_path, caps
     path.write_text(INVENTORY + JOB + "failure_rate_x = 2\ndata_stall_pct = 5\n" + other)
     assert main(["portfolio", str(path)]) == 0
     out = " ".join(capsys.readouterr().out.split())
-    assert "a's days on your figures: failure rate 2x, input stalls 5 %" in out
+    assert "a's days on your figures: failure rate 2x, input stalls 5%" in out
     assert "b's days" not in out
     path.write_text("checkpoint_write_gb_per_s = 20\n" + INVENTORY + JOB + other)
     assert main(["portfolio", str(path)]) == 0
@@ -72,8 +72,8 @@ def test_fleet_schedules_each_job_on_its_figures_and_says_so(tmp_path, capsys):
     lines = capsys.readouterr().out.splitlines()
     (a_line,) = [line for line in lines if line.startswith("  a: ")]
     (b_line,) = [line for line in lines if line.startswith("  b: ")]
-    assert a_line.endswith("; on your figures: no failures, input stalls 5 %, evaluation 0 %, start-up 0 min")
-    assert b_line.endswith("; on your figures: no failures, evaluation 0 %, start-up 0 min")
+    assert a_line.endswith("; on your figures: no failures, input stalls 5%, evaluation 0%, start-up 0 min")
+    assert b_line.endswith("; on your figures: no failures, evaluation 0%, start-up 0 min")
 
 
 @pytest.mark.parametrize(
