@@ -110,6 +110,9 @@ class Uncertainty(BaseModel):
     exact_rows: int  # of them, rows of this very regime
     sources: tuple[str, ...]
     mean_abs_error: float  # of those rows
+    # of those rows, each moved to its own held-out band's median: which figure erred less where
+    # this band is read (the headline keeps the model's; trial s48 H2). None: not recorded.
+    median_abs_error: float | None = None
     widened_by: float  # the extrapolation term at the band's upper end (0 inside the envelope)
     envelope: str
     basis: str

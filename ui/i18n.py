@@ -520,14 +520,28 @@ _LABELS: dict[str, tuple[str, str]] = {
         "并加宽 {widened:.0%}。",
     ),
     "card_median_above": (
-        "Median (p50): {figures}, {fraction:.0%} above the model's figure, as the rows nearest this regime"
-        " ran. The headline keeps the model's own figure: on held-out runs it erred less than the band's median does.",
-        "中位数（p50）：{figures}，比模型数值高 {fraction:.0%}（与该情形最接近的实测数据如此）；标题数字为模型自身的估计，在未参与拟合的实测运行上，其误差小于中位数。",
+        "Median (p50): {figures}, {fraction:.0%} above the model's figure, as the rows nearest this regime ran.",
+        "中位数（p50）：{figures}，比模型数值高 {fraction:.0%}（与该情形最接近的实测数据如此）。",
     ),
     "card_median_below": (
-        "Median (p50): {figures}, {fraction:.0%} below the model's figure, as the rows nearest this regime"
-        " ran. The headline keeps the model's own figure: on held-out runs it erred less than the band's median does.",
-        "中位数（p50）：{figures}，比模型数值低 {fraction:.0%}（与该情形最接近的实测数据如此）；标题数字为模型自身的估计，在未参与拟合的实测运行上，其误差小于中位数。",
+        "Median (p50): {figures}, {fraction:.0%} below the model's figure, as the rows nearest this regime ran.",
+        "中位数（p50）：{figures}，比模型数值低 {fraction:.0%}（与该情形最接近的实测数据如此）。",
+    ),
+    # why the headline keeps the model's figure, on the band's own rows held out (trial s48 H2)
+    "card_headline_all": (
+        "The headline keeps the model's own figure: on held-out runs it erred less than the band's median does.",
+        "标题数字为模型自身的估计：在未参与拟合的实测运行上，其误差小于中位数。",
+    ),
+    "card_headline_model_less": (
+        "The headline keeps the model's own figure: on those {rows} rows, held out, it erred {model:.1%}, the"
+        " median {median:.1%}.",
+        "标题数字为模型自身的估计：在这 {rows} 行未参与拟合的实测数据上，其误差为 {model:.1%}，中位数为 {median:.1%}。",
+    ),
+    "card_headline_median_less": (
+        "The headline keeps the model's own figure, though on those {rows} rows, held out, the median erred"
+        " less ({median:.1%} against {model:.1%}); over every row the model's figure erred less.",
+        "标题数字为模型自身的估计，但在这 {rows} 行未参与拟合的实测数据上，中位数误差更小（{median:.1%} 对"
+        " {model:.1%}）；在全部数据上，模型数值的误差更小。",
     ),
     "envelope_sequence": (
         "Its sequence, {seq:,} tokens, lies {doublings:g} doubling(s) past the longest its rows measured"

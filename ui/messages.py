@@ -347,7 +347,12 @@ def median_text(tr: Labels, m: MedianOffset) -> str:
     """The band's median where it is off the headline (ui/render_lines.py ``median_offset``)."""
     figures = tr.join([duration(tr, m.hours), *([] if m.cost_usd is None else [money(m.cost_usd)])])
     key = "card_median_above" if m.fraction > 0 else "card_median_below"
-    return tr(key, figures=figures, fraction=abs(m.fraction))
+    if m.median_abs is None:
+        why = tr("card_headline_all")
+    else:
+        why_key = "card_headline_median_less" if m.median_erred_less else "card_headline_model_less"
+        why = tr(why_key, rows=m.rows, model=m.model_abs, median=m.median_abs)
+    return tr.sentences(tr(key, figures=figures, fraction=abs(m.fraction)), why)
 
 
 def larger_batch_text(tr: Labels, result: PlanResult) -> str | None:

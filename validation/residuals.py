@@ -38,6 +38,7 @@ from planner.model.profiles import kernel_choice
 from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.model.stacks import Stack
+from validation.bands import with_median_errors
 from validation.calibration import DEFAULT_H200_RUNS, read_h200_runs
 from validation.fsdp_runs import SOURCE_STACKS, compare_fsdp_runs, gpu_for, read_fsdp_runs
 from validation.heldout import h200_leave_one_out, published_leave_one_generation_out
@@ -276,12 +277,13 @@ COLUMNS = tuple(f.name for f in fields(Residual))
 
 
 def write_residuals(rows: Iterable[Residual], path: Path = RESIDUALS_CSV) -> Path:
+    """The rows as residuals.csv, each with its ``median_error`` (``with_median_errors``)."""
     with path.open("w", newline="", encoding="utf-8") as f:
         writer = csv.DictWriter(f, fieldnames=COLUMNS, lineterminator="\n")
         writer.writeheader()
-        for row in rows:
+        for row in with_median_errors(tuple(rows)):
             record = asdict(row)
-            for key in ("measured_mfu", "error", "fitted_error"):
+            for key in ("measured_mfu", "error", "fitted_error", "median_error"):
                 record[key] = f"{record[key]:.6f}"
             record["moe"] = int(record["moe"])
             record["coarse_experts"] = int(record["coarse_experts"])

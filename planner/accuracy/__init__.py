@@ -433,6 +433,7 @@ def uncertainty(
         sources=ev.sources,
         row_names=tuple(f"{source_name(r.source)}: {r.name}" for r in ev.rows),
         mean_abs_error=ev.mean_abs_error,
+        median_abs_error=ev.median_abs_error,
         widened_by=ev.widened_by,
         envelope=envelope_words(ev, circular, estimate.layout.seq_len)
         + ("" if job is None else measured_job_words(job)),

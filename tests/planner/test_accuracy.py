@@ -179,6 +179,25 @@ def test_the_residuals_file_is_the_harness_output_for_the_sets_that_need_no_refi
         assert kept.hf_modules == r.hf_modules, r.name
 
 
+def test_each_rows_median_error_is_its_error_moved_to_its_held_out_bands_median():
+    """Trial s48 H2: residuals.csv stores each row's error once moved to the median of its band read
+    without its source, so a plan can say which figure erred less on its band's own rows; the file
+    must be what ``with_median_errors`` makes of its rows, and the evidence's mean is theirs."""
+    from planner.accuracy.bands import shipped_base
+    from validation.bands import coverage, headline_errors, with_median_errors
+
+    stored = load_residuals()
+    again = with_median_errors(stored)
+    assert all(r.median_error is not None for r in stored)
+    for kept, fresh in zip(stored, again, strict=True):
+        assert kept.median_error == pytest.approx(fresh.median_error, abs=2e-6), kept.name
+    # over every row: the figures of the docs' headline table
+    h = headline_errors(coverage(stored))
+    assert float(np.mean([abs(r.median_error) for r in stored])) == pytest.approx(h.median_abs, abs=1e-5)
+    ev = shipped_base().evidence(Regime("megatron-core", "Hopper", 0))
+    assert ev.median_abs_error == pytest.approx(float(np.mean([abs(r.median_error) for r in ev.rows])))
+
+
 def test_the_published_and_h200_rows_keep_their_fitted_errors():
     """The slow sets' held-out errors need the grid re-fits; their shipped-settings errors do not,
     and they move whenever the model does."""

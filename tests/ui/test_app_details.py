@@ -803,6 +803,32 @@ def test_the_card_says_the_bands_median_where_it_is_off_the_headline_in_both_lan
     assert not english_sentences(median_text(ZH, m))
 
 
+def test_the_headlines_reason_is_read_on_the_bands_own_rows_held_out():
+    """Trial s48 H2: the line said the model's figure "erred less than the band's median" on every
+    plan, a claim of all rows; on the rows a MoE plan's band is read from the median erred less.
+    The words now give both errors on the band's rows, and say which erred less, in both languages."""
+    from ui.messages import median_text
+    from ui.render_lines import MedianOffset, median_line, median_offset
+
+    model_less = MedianOffset(240.0, 1e5, 0.1, rows=77, model_abs=0.064, median_abs=0.081)
+    median_less = dataclasses.replace(model_less, rows=6, model_abs=0.374, median_abs=0.351)
+    assert (model_less.median_erred_less, median_less.median_erred_less) == (False, True)
+    assert median_text(EN, model_less).endswith("on those 77 rows, held out, it erred 6.4%, the median 8.1%.")
+    assert "the median erred less (35.1% against 37.4%)" in median_text(EN, median_less)
+    for m in (model_less, median_less, dataclasses.replace(model_less, median_abs=None)):
+        assert not english_sentences(median_text(ZH, m))
+    assert "erred less than the band's median" in median_text(EN, dataclasses.replace(model_less, median_abs=None))
+    # a real plan's figures are its band's (planner/accuracy: Evidence.median_abs_error)
+    training = TrainingConfig(seq_len=4096, micro_batch=1, grad_accum=8)
+    plan = build_plan(get_preset("llama3-8b"), "h100-sxm", Layout(dp_shard=64), training, num_gpus=64,
+                      training_tokens=1e12)  # fmt: skip
+    u, m = plan.estimate.uncertainty, median_offset(plan.estimate)
+    assert u is not None and u.median_abs_error is not None
+    if m is not None:
+        assert (m.rows, m.model_abs, m.median_abs) == (u.rows, u.mean_abs_error, u.median_abs_error)
+        assert f"{u.mean_abs_error:.1%}" in (median_line(plan.estimate) or "")
+
+
 def test_the_cards_risk_text_names_the_median_plans_batch_where_it_differs():
     """Trial s28c / review s28b: at p50 the nearest batch meeting the deadline was +1.6 %, at p80
     -1.7 %; the CLI's line says so, the card now too, in both languages."""
