@@ -34,12 +34,13 @@ from planner.limits import (
     MAX_TRAINING_TOKENS,
     MIN_SEQ_LEN,
 )
+from planner.model.attention_choice import with_attention
 from planner.model.attention_kernels import FLASH3_CAPABILITY_MAJOR, AttentionKernel
 from planner.model.candidates import matmul_peak
 from planner.model.optimizer_precision import DEFAULT_OPTIMIZER_PRECISION, OptimizerPrecision
 from planner.model.profiles import kernel_choice, own_model_profile_warning
 from planner.model.run_loss_inputs import DEFAULT_RUN_LOSSES, RunLossInputs
-from planner.model.settings import ModelingSettings, with_attention
+from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.model.stack_profiles import moe_a2a_overlapped
 from planner.model.stacks import STACK_SETTINGS, Stack

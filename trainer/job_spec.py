@@ -236,9 +236,9 @@ def check_estimate_current(plan: Plan, run: RunSettings, local_procs: int, devic
     plan fits its GPU and the fresh one does not, or (on CPU) when this node's processes would need
     more than the machine's memory. Returns the fresh reserved GiB per process."""
     from planner.catalog.hardware import load_catalog  # the planner's model, without its search
+    from planner.model.attention_choice import with_attention
     from planner.model.estimate import estimate_plan
     from planner.model.memory import fits
-    from planner.model.settings import with_attention
 
     settings = with_attention(STACK_SETTINGS[plan.stack].but(loss_chunk_tokens=run.loss_chunk_tokens), plan.attention)
     try:

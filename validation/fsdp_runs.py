@@ -20,10 +20,11 @@ from pathlib import Path
 from planner.catalog.hardware import Catalog, GPUSpec, load_catalog
 from planner.catalog.models import get_preset
 from planner.layout import ActivationCheckpointing, Implementation, Layout, Precision, Sharding, TrainingConfig
+from planner.model.attention_choice import with_attention
 from planner.model.attention_kernels import AttentionKernel
 from planner.model.candidates import single
 from planner.model.estimate import score
-from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings, with_attention
+from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.model.stacks import STACK_SETTINGS, Stack
 from planner.units import GIB

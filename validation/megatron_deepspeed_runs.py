@@ -25,8 +25,9 @@ from planner.api import build_plan
 from planner.catalog.hardware import Catalog, load_catalog
 from planner.catalog.models import get_preset
 from planner.layout import ActivationCheckpointing, Implementation, Layout, Precision, Sharding, TrainingConfig
+from planner.model.attention_choice import with_attention
 from planner.model.attention_kernels import AttentionKernel
-from planner.model.settings import ModelingSettings, with_attention
+from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.model.stack_profiles import MEGATRON_DEEPSPEED_SETTINGS
 from planner.model.stacks import Stack

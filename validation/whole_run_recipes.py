@@ -9,8 +9,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from planner.layout import ActivationCheckpointing, Sharding
+from planner.model.attention_choice import with_attention
 from planner.model.attention_kernels import AttentionKernel
-from planner.model.settings import ModelingSettings, with_attention
+from planner.model.settings import ModelingSettings
 from planner.model.stack_profiles import MEGATRON_DEEPSPEED_SETTINGS
 from planner.model.stacks import STACK_SETTINGS, Stack
 from planner.units import BF16_BYTES

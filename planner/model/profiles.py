@@ -3,8 +3,8 @@ no choice of the user's) and the one model a run-specific profile was measured o
 
 from __future__ import annotations
 
+from planner.model.attention_choice import with_attention
 from planner.model.attention_kernels import AttentionKernel
-from planner.model.settings import with_attention
 from planner.model.spec import ModelSpec
 from planner.model.stacks import STACK_SETTINGS, Stack
 

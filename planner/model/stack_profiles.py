@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from planner.model.attention_choice import with_attention
 from planner.model.attention_kernels import AttentionKernel
 from planner.model.block_rows import Recompute
 from planner.model.candidates import AC_BLOCKS, AC_FULL
@@ -17,7 +18,6 @@ from planner.model.settings import (
     DEFAULT_SETTINGS,
     FUSED_CE_BYTES_PER_LOGIT,
     ModelingSettings,
-    with_attention,
 )
 from planner.model.settings_job import DEEPSPEED_CPU_ADAM_BYTES_PER_PARAM, DEEPSPEED_CPU_ADAM_HOST_BANDWIDTH_FRACTION
 from planner.model.zero_config import HF_DOCUMENTED_ZERO

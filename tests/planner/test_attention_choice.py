@@ -1,4 +1,4 @@
-"""The attention kernel as a choice (``--attention``; planner/model/settings.py with_attention)."""
+"""The attention kernel as a choice (``--attention``; planner/model/attention_choice.py with_attention)."""
 
 from __future__ import annotations
 
