@@ -36,6 +36,8 @@ REPORT_FILE = "report.json"
 # their ``shards_stamp`` (trainer/data.py) in this variable: rank 0 reuses them unread while the
 # stamp holds (trial s45 L9: "data: reusing prepared shards" and a full read of every shard, twice a launch).
 CHECKED_SHARDS_ENV = "TRAINPLAN_CHECKED_SHARDS"
+# the validation probe found the plan does not fit (trainer/probe.py; trainer/replan.py reads it)
+REPLAN_FILE = "replan_needed.json"
 EXIT_STATUS_FILE = "exit_status.json"  # the workers' exit code, which ``trainplan run`` returns
 
 

@@ -14,7 +14,6 @@ import errno
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -24,17 +23,16 @@ from pathlib import Path
 
 from planner.errors import DiskFullError, ExitCode, JobDirLockedError
 from planner.fmt import counted, one_line
-from planner.reports import ReplanRequest
 from trainer.files import CHECKED_SHARDS_ENV, CHECKPOINT_DIR, EXIT_STATUS_FILE, check_writable_dir
 from trainer.job_spec import JobSpec, check_estimate_current, checked_job, run_problem
 from trainer.locks import check_no_workers, job_lock
 from trainer.log import setup_logging
 from trainer.preemption import Interrupted, signals_interrupt
+from trainer.replan import archive_replan_report, print_replan_report, read_replan_report, replan_job
 from trainer.worker import WORKER_MODULE
 
 __all__ = ["JobDirLockedError", "job_lock", "run_job", "torchrun_command"]
 
-REPLAN_FILE = "replan_needed.json"
 MAX_RESTARTS = 1000  # torchrun elastic restarts: more is a typo, not a policy
 MAX_PROCS_PER_NODE = 1024  # processes one agent starts: more is a hand-edited plan, not a machine
 # The rendezvous id: a prefix of torchrun's store keys (and a path part for some backends).
@@ -310,66 +308,6 @@ def prepare_or_exit_code(job_dir: Path, spec: JobSpec) -> int | None:
     return None
 
 
-def read_replan_report(job_dir: Path) -> ReplanRequest | None:
-    """The trainer's ``replan_needed.json``; one naming the problem when it cannot be read."""
-    path = Path(job_dir) / REPLAN_FILE
-    try:
-        return ReplanRequest.load(path)
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
-        return ReplanRequest(reason=f"{path}: unreadable ({str(exc).splitlines()[0]})")
-
-
-def _archive_replan_report(job_dir: Path) -> None:
-    """Move a report of an earlier run aside, so only this run's report triggers a replan."""
-    path = Path(job_dir) / REPLAN_FILE
-    if path.exists():
-        os.replace(path, _next_free(Path(job_dir), "replan_needed.{}.json"))
-
-
-def _print_report(job_dir: Path, report: ReplanRequest) -> None:
-    print(f"trainplan: the validation probe found that the plan in {job_dir} does not fit:", file=sys.stderr)
-    for key, value in report.model_dump(mode="json").items():
-        print(f"  {key}: {json.dumps(value) if isinstance(value, (dict, list)) else value}", file=sys.stderr)
-
-
-def replan_job(job_dir: Path, spec: JobSpec, report: ReplanRequest) -> JobSpec | None:
-    """Ask ``planner.api.replan`` for a corrected plan and re-emit the job; None if none fits."""
-    from planner import api
-    from planner.errors import InfeasiblePlan
-
-    try:
-        new_plan = api.replan(spec.plan, report)
-    except InfeasiblePlan as exc:
-        print(
-            f"trainplan: no layout of {spec.plan.num_gpus} x {spec.plan.gpu} fits the measured memory: {exc}",
-            file=sys.stderr,
-        )
-        return None
-    from trainer.job import emit_job
-
-    history = _next_free(Path(job_dir), "job.replan-{}.json")
-    shutil.copyfile(Path(job_dir) / "job.json", history)
-    # the same job, corrected (its k8s image and claim too: review s27)
-    emit_job(
-        new_plan, job_dir, name=spec.name, run=spec.run, force=True, k8s_image=spec.k8s_image, k8s_pvc=spec.k8s_pvc
-    )
-    print(
-        f"trainplan: replanned ({new_plan.num_gpus} x {new_plan.gpu}, {new_plan.layout.describe()}); "
-        f"the previous job.json is {history.name}",
-        file=sys.stderr,
-    )
-    return JobSpec.load(job_dir)
-
-
-def _next_free(directory: Path, pattern: str) -> Path:
-    index = 1
-    while (directory / pattern.format(index)).exists():
-        index += 1
-    return directory / pattern.format(index)
-
-
 def run_job(
     job_dir: Path,
     *,
@@ -430,7 +368,7 @@ def run_job(
                     check_writable_dir(job_dir / CHECKPOINT_DIR, "checkpoints")
                 if (failed := prepare_or_exit_code(job_dir, spec)) is not None:
                     return failed
-                _archive_replan_report(job_dir)
+                archive_replan_report(job_dir)
             (job_dir / EXIT_STATUS_FILE).unlink(missing_ok=True)
             if rdzv_endpoint:  # trial s27: node 0 waited 60 s for a node that never came, silent
                 nodes = nnodes or spec.plan.num_nodes
@@ -447,7 +385,7 @@ def run_job(
             report = read_replan_report(job_dir) if code != ExitCode.OK else None
             if report is None:
                 return code
-            _print_report(job_dir, report)
+            print_replan_report(job_dir, report)
             if not auto_replan:
                 print("trainplan: rerun with --auto-replan to correct the plan and continue", file=sys.stderr)
                 return ExitCode.REPLAN

@@ -35,7 +35,7 @@ from planner.reports import (
     error_pct,
 )
 from planner.units import GIB
-from trainer.files import REPORT_FILE, write_json_atomic
+from trainer.files import REPLAN_FILE, REPORT_FILE, write_json_atomic
 from trainer.job_spec import RunSettings, check_estimate_current, memory_headroom, run_problem
 
 # The CUDA context lives outside the caching allocator: the planner's fit rule adds it to the
@@ -210,7 +210,7 @@ def write_replan_needed(job_dir: Path, plan: Plan, memory: MemoryReading, headro
         layout=plan.layout.describe(),
         training=plan.training,
     )
-    path = Path(job_dir) / "replan_needed.json"
+    path = Path(job_dir) / REPLAN_FILE
     write_json_atomic(path, request.model_dump(mode="json"))
     return path
 

@@ -325,7 +325,7 @@ def test_reports_round_trip_through_json_with_their_keys(tmp_path):
 
 
 def test_an_unreadable_replan_file_still_asks_for_a_replan(tmp_path):
-    from trainer.launch import read_replan_report
+    from trainer.replan import read_replan_report
 
     assert read_replan_report(tmp_path) is None
     (tmp_path / "replan_needed.json").write_text("{not json")
