@@ -3,7 +3,8 @@ and continuous start times, with resource flows for the shared GPUs, then a list
 ILP's order; the model is in the docstring below and in docs/ilp.md. The inventory is held: each
 GPU costs its ownership (planner/search/ownership.py ``owned_rate``) until the last job ends; a
 rented type costs its rent, or under a reserved price kind is reserved for whole terms
-(planner/search/portfolio_reserved.py). Rows: portfolio_rows.py. Rent vs buy: planner/search/fleet.py.
+(planner/search/portfolio_reserved.py). Rows: portfolio_rows.py; the objective's weights and its one
+rule for a row: portfolio_objective.py. Rent vs buy: planner/search/fleet.py.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from planner.search.ilp import TIE_BREAK_WEIGHT, Objective, objective_weights
 from planner.search.lanes import LANES_GAP, RowTerms, assignment_bound, lane_schedule
 from planner.search.ownership import HourlyRate, idle_usd
 from planner.search.portfolio_flow import flow_constraints
+from planner.search.portfolio_objective import PortfolioWeights, portfolio_weights
 from planner.search.portfolio_reserved import ReservedGpus, ReservedPools, reserved_answer, reserved_rates
 from planner.search.portfolio_rows import PortfolioRows, candidate_rows, dot, hourly
 from planner.search.portfolio_ties import gap_to_bound, settle_near_ties
@@ -42,7 +44,7 @@ from planner.search.slots import (
     usage_constraints,
 )
 from planner.search.solver import new_binaries, new_variable, run_solver, stopped_gap
-from planner.units import HOURS_PER_DAY, SECONDS_PER_DAY
+from planner.units import SECONDS_PER_DAY
 
 __all__ = ["SLOTTED_TIME_LIMIT_S", "JobAssignment", "PortfolioSolution", "ReservedGpus", "solve_portfolio"]
 
@@ -100,24 +102,6 @@ class PortfolioSolution:
 # orders took 0.1-0.7 s for 4 jobs of 30-60 rows on 2 GPU types, 0.2-2 s for 5 and over 30 s
 # for 8 (HiGHS, this project's 2-core machine); the slotted model 0.1 s for 10 jobs.
 EXACT_MAX_JOBS = 4
-
-
-@dataclass(frozen=True, eq=False)
-class _Weights:
-    """The objective's scalars: w_C, w_T, C_ref, T_ref,j (days), and the held types' F_g and inv_g,
-    whose 24 sum_g inv_g F_g is what a day of holding the inventory costs."""
-
-    w_C: float
-    w_T: float
-    C_ref: float
-    T_ref: np.ndarray
-    F: Mapping[str, float]
-    inventory: Mapping[str, int]
-    reserved: ReservedPools | None = None
-
-    @property
-    def held_per_day(self) -> float:
-        return HOURS_PER_DAY * sum(count * self.F.get(g, 0.0) for g, count in self.inventory.items())
 
 
 def solve_portfolio(
@@ -190,7 +174,7 @@ def solve_portfolio(
         span = horizon_s if horizon_s is not None else slotted_span_s(options.T, options.job, len(jobs), None)
         pools = ReservedPools.of(reserved, reserved_rate, inventory, span)
         inventory, finish_by = pools.bounds(inventory, finish_by)
-    weights = _weights(options, len(jobs), objective_weights(objective, cost_weight), F, inventory, pools)
+    weights = portfolio_weights(options, len(jobs), objective_weights(objective, cost_weight), F, inventory, pools)
     H = float(sum(np.max(options.T[options.job == j]) for j in range(len(jobs))))
     D = [min(H, math.inf if d is None else d / SECONDS_PER_DAY) for d in finish_by]
     problem = pulp.LpProblem("portfolio", pulp.LpMinimize)
@@ -216,7 +200,7 @@ def _many_jobs(
     problem: pulp.LpProblem,
     jobs: Sequence[JobCandidates],
     options: PortfolioRows,
-    weights: _Weights,
+    weights: PortfolioWeights,
     inventory: Mapping[str, int],
     finish_by: list[float | None],
     pools: ReservedPools | None,
@@ -249,7 +233,7 @@ def _many_jobs(
 def _lanes(
     jobs: Sequence[JobCandidates],
     options: PortfolioRows,
-    weights: _Weights,
+    weights: PortfolioWeights,
     inventory: Mapping[str, int],
     finish_by: list[float | None],
     solving: tuple[str, float | None],
@@ -257,14 +241,13 @@ def _lanes(
 ) -> tuple[float, PortfolioSolution | None]:
     """LB and the lanes' schedule, list-scheduled and scored as an answer (planner/search/lanes.py);
     none under reserved pools, whose size the lanes do not choose."""
-    a = weights.w_C / weights.C_ref
     terms = RowTerms(
         job=options.job,
         gpu=options.gpu,
         n=options.n,
         T=options.T,
-        k=a * options.v_cost + weights.w_T * options.T / weights.T_ref[options.job],
-        held=a * weights.held_per_day,
+        k=weights.row_terms(options.v_cost, options.T, options.job),  # at E_j = T_c
+        held=weights.held,
         deadline=np.array([math.inf if d is None else d / SECONDS_PER_DAY for d in finish_by]),
         smith=weights.T_ref,
         inventory={g: count for g, count in inventory.items() if count > 0},
@@ -277,27 +260,10 @@ def _lanes(
     return bound, _read(jobs, options, weights, inventory, (list(found.rows), list(found.order), {}))
 
 
-def _weights(
-    options: PortfolioRows,
-    num_jobs: int,
-    w: tuple[float, float],
-    F: Mapping[str, float],
-    inventory: Mapping[str, int],
-    pools: ReservedPools | None,
-) -> _Weights:
-    per_job = [options.job == j for j in range(num_jobs)]
-    cost = options.job_cost
-    if pools is not None:
-        cost = pools.reference_cost(options.gpu, options.n * options.T * HOURS_PER_DAY, cost)
-    C_ref = float(sum(np.min(cost[mine]) for mine in per_job))
-    T_ref = np.array([np.min(options.T[mine]) for mine in per_job])
-    return _Weights(w[0], w[1], C_ref if C_ref > 0 else 1.0, np.where(T_ref > 0, T_ref, 1.0), F, inventory, pools)
-
-
 def _exact_order(
     problem: pulp.LpProblem,
     options: PortfolioRows,
-    weights: _Weights,
+    weights: PortfolioWeights,
     inventory: Mapping[str, int],
     D: list[float],
     H: float,
@@ -310,7 +276,7 @@ def _exact_order(
     M = new_variable(problem, "M", 0, H)
     m = {} if weights.reserved is None else weights.reserved.counts(problem)
     E = [S[j] + dot(y, options.T, options.job == j) for j in range(num_jobs)]
-    problem += _objective(weights, M, dot(y, options.v_cost, options.job >= 0), E, m)
+    problem += _objective(weights, M, (y, options.v_cost, options.job), E, m)
     for j in range(num_jobs):
         problem += pulp.lpSum(y[i] for i in np.flatnonzero(options.job == j)) == 1  # (1)
         problem += E[j] <= D[j]  # (2)
@@ -331,25 +297,26 @@ def _exact_order(
 _Read = tuple[list[int], list[int], dict[str, int]]
 
 
-def _solved_pool(weights: _Weights, m: Mapping[str, pulp.LpVariable]) -> dict[str, int]:
+def _solved_pool(weights: PortfolioWeights, m: Mapping[str, pulp.LpVariable]) -> dict[str, int]:
     return {} if weights.reserved is None else weights.reserved.solved_sizes(m)
 
 
-def _objective(weights: _Weights, M: pulp.LpVariable, busy_usd, ends, m) -> pulp.LpAffineExpression:
-    """The objective, scaled by 1/epsilon: the solvers' absolute tolerances (~1e-6) would
-    otherwise swallow the tie-break term. ``m``: the reserved units, whose terms are a cost as the
-    held GPUs' days are (the same w_C / C_ref)."""
-    scale = 1 / TIE_BREAK_WEIGHT
+def _objective(weights: PortfolioWeights, M: pulp.LpVariable, busy, ends, m) -> pulp.LpAffineExpression:
+    """The objective (``PortfolioWeights.objective``) of each job's busy cost and end, as expressions,
+    scaled by 1/epsilon: the solvers' absolute tolerances (~1e-6) would otherwise swallow the
+    tie-break term. ``busy``: the binaries, each one's busy cost and job; ``m``: the reserved units,
+    whose terms are a cost as the held GPUs' days are."""
+    picked, busy_usd, job = busy
     reserved = 0 if weights.reserved is None else weights.reserved.cost(m)
-    cost = (scale * weights.w_C / weights.C_ref) * (weights.held_per_day * M + busy_usd + reserved)
-    return cost + pulp.lpSum((scale * weights.w_T / weights.T_ref[j]) * e for j, e in enumerate(ends))
+    rows = pulp.lpSum(weights.row_terms(dot(picked, busy_usd, job == j), e, j) for j, e in enumerate(ends))
+    return (1 / TIE_BREAK_WEIGHT) * weights.objective(M, reserved, rows)
 
 
 def _slotted_order(
     problem: pulp.LpProblem,
     jobs: Sequence[JobCandidates],
     options: PortfolioRows,
-    weights: _Weights,
+    weights: PortfolioWeights,
     inventory: Mapping[str, int],
     finish_by: list[float | None],
     horizon_s: float,
@@ -392,7 +359,7 @@ def _slotted_order(
         for g, units in bounded.reserved_units.items():
             m[g].setInitialValue(units)
     ends = [dot(z, end_days, slotted.job == j) for j in range(len(jobs))]
-    problem += _objective(weights, M, dot(z, options.v_cost[source], source >= 0), ends, m)
+    problem += _objective(weights, M, (z, options.v_cost[source], slotted.job), ends, m)
     for j in range(len(jobs)):
         problem += pulp.lpSum(z[i] for i in np.flatnonzero(slotted.job == j)) == 1
         problem += ends[j] <= M
@@ -417,13 +384,12 @@ def _instance(
     slotted: SlotOptions,
     source: np.ndarray,
     options: PortfolioRows,
-    weights: _Weights,
+    weights: PortfolioWeights,
     inventory: Mapping[str, int],
     num_slots: int,
     num_jobs: int,
 ) -> SlottedInstance:
     """The slotted model's options with their objective terms, as :func:`_objective` weighs them."""
-    a = weights.w_C / weights.C_ref
     end_days = slotted.end_days
     return SlottedInstance(
         job=slotted.job,
@@ -433,11 +399,11 @@ def _instance(
         busy_slots=slotted.busy_slots,
         end_days=end_days,
         gpu_days=options.n[source] * options.T[source],
-        cost=a * options.v_cost[source] + weights.w_T * end_days / weights.T_ref[slotted.job],
-        held=a * weights.held_per_day,
+        cost=weights.row_terms(options.v_cost[source], end_days, slotted.job),
+        held=weights.held,
         inventory={g: count for g, count in inventory.items() if count > 0},  # none of a type: no options
         reserved=weights.reserved,
-        reserved_weight=a,
+        reserved_weight=weights.usd,
         num_slots=num_slots,
         num_jobs=num_jobs,
     )
@@ -446,7 +412,7 @@ def _instance(
 def _read(
     jobs: Sequence[JobCandidates],
     options: PortfolioRows,
-    weights: _Weights,
+    weights: PortfolioWeights,
     inventory: Mapping[str, int],
     read: _Read,
 ) -> PortfolioSolution:
@@ -456,7 +422,6 @@ def _read(
     units. Which model answered is the caller's to fill in."""
     picked, order, pool = read
     inventory = {**inventory, **pool}  # the list schedule holds no more than the GPUs reserved
-    w_C, w_T, C_ref, T_ref, held_per_day = weights.w_C, weights.w_T, weights.C_ref, weights.T_ref, weights.held_per_day
     chosen = [next(i for i in picked if options.job[i] == j) for j in range(len(jobs))]
     days = [float(options.T[i]) for i in chosen]
     start = list_schedule(
@@ -464,12 +429,9 @@ def _read(
     )
     end = [s + t for s, t in zip(start, days, strict=True)]
     makespan = max(end)
-    busy_cost = float(sum(options.v_cost[i] for i in chosen))
-    held = held_per_day * makespan + busy_cost  # what holding the inventory until M costs
     reserved = reserved_answer(weights.reserved, options, chosen, start, end)
-    value = w_C * (held + sum(r.cost_usd for r in reserved)) / C_ref + w_T * sum(
-        e / T_ref[j] for j, e in enumerate(end)
-    )
+    rows = weights.row_terms(options.v_cost[chosen], np.array(end), np.arange(len(chosen)))
+    value = weights.objective(makespan, sum(r.cost_usd for r in reserved), float(np.sum(rows)))
     assignments = tuple(
         JobAssignment(
             job=jobs[j].name,
