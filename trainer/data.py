@@ -21,7 +21,7 @@ import math
 import os
 from collections.abc import Iterable, Iterator
 from contextlib import suppress
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -47,7 +47,17 @@ from trainer.corpus import (
     normalise,
     read_documents,
 )
-from trainer.files import CHECKED_SHARDS_ENV, file_sha256, read_capped, write_json_atomic
+from trainer.data_meta import (
+    DATA_FORMAT_VERSION,
+    SPLITS,
+    cleaning_stats,
+    meta_and_problem,
+    new_meta,
+    shards_stamp,
+    split_entry,
+    unknown_meta_keys,
+)
+from trainer.files import CHECKED_SHARDS_ENV, write_json_atomic
 from trainer.job_spec import RunSettings
 from trainer.log import ON_STDOUT
 
@@ -55,21 +65,15 @@ log = logging.getLogger(__name__)
 
 __all__ = [  # noqa: RUF022 - grouped: this module's names, then the re-exports
     # this module: split, pack
-    "DATA_FORMAT_VERSION",
     "ENCODE_BATCH_DOCS",
     "NUM_SPLIT_BUCKETS",
     "NUM_TRAIN_BUCKETS",
-    "SHARD_DTYPES",
-    "SPLITS",
     "SYNTHETIC_FOLLOW_PROB",
     "DataInfo",
     "SplitInfo",
     "CHECKED_SHARDS_ENV",
     "check_split",
-    "meta_and_problem",
     "prepare_data",
-    "read_meta",
-    "shards_stamp",
     "split_of",
     "synthetic_fingerprint",
     "synthetic_loss_floor",
@@ -90,14 +94,10 @@ __all__ = [  # noqa: RUF022 - grouped: this module's names, then the re-exports
     "read_documents",
 ]
 
-DATA_FORMAT_VERSION = 1
-SPLITS = ("train", "val", "test")
 # 8:1:1 by document: a document's hash picks one of ten buckets, 0-7 train, 8 val, 9 test.
 NUM_SPLIT_BUCKETS = 10
 NUM_TRAIN_BUCKETS = 8
 ENCODE_BATCH_DOCS = 256
-SHARD_DTYPES = ("uint16", "uint32")  # what Tokenizer.dtype gives: token ids, never floats
-MAX_META_BYTES = 1_000_000
 _COPY_CHUNK = 1 << 20  # the spill is copied into its shard in pieces of this size
 # Synthetic data: a token is followed by (token + stride) % vocab with this probability, else by
 # a uniform random token, so a model can learn something and the loss has a known floor.
@@ -304,84 +304,10 @@ def _write_shards(source: str, files: list[Path], data_dir: Path, tokenizer: Tok
     except BaseException:
         writer.abort()
         raise
-    splits = {
-        s: {
-            "num_documents": writer.documents[s],
-            "num_tokens": writer.tokens[s],
-            "sha256": writer.sha256[s].hexdigest(),
-        }
-        for s in SPLITS
-    }
-    meta = {
-        "format_version": DATA_FORMAT_VERSION,
-        "fingerprint": fingerprint,
-        "source": source,
-        "tokenizer": tokenizer.path,
-        "tokenizer_digest": tokenizer.digest,
-        "tokenizer_vocab_size": tokenizer.vocab_size,
-        "eos_id": tokenizer.eos_id,
-        "dtype": str(tokenizer.dtype),
-        "splits": splits,
-        "cleaning": asdict(stats),
-    }
+    splits = {s: split_entry(writer.documents[s], writer.tokens[s], writer.sha256[s].hexdigest()) for s in SPLITS}
+    meta = new_meta(fingerprint, source, tokenizer, splits, stats)
     write_json_atomic(data_dir / "meta.json", meta)
     return meta
-
-
-def read_meta(data_dir: Path, *, verify: bool = False) -> dict | None:
-    """``meta.json`` if it and the shards it describes are complete (and, with ``verify``, match
-    their sha256), else None."""
-    return meta_and_problem(data_dir, verify=verify)[0]
-
-
-def meta_and_problem(data_dir: Path, *, verify: bool) -> tuple[dict | None, str | None]:
-    """(``meta.json``, None) when it and its shards are sound; (None, what is wrong) otherwise
-    ((None, None) where nothing was prepared yet)."""
-    path = data_dir / "meta.json"
-    try:
-        meta = json.loads(read_capped(path, MAX_META_BYTES))
-    except FileNotFoundError:
-        return None, None
-    except (OSError, ValueError, RecursionError) as exc:
-        return None, f"{path} is unreadable ({exc.__class__.__name__})"
-    try:
-        problem = _shards_problem(data_dir, meta, verify)
-    except (OSError, KeyError, TypeError, ValueError, AttributeError) as exc:
-        problem = f"{path} does not describe the shards ({exc.__class__.__name__}: {exc})"
-    return (None, problem) if problem else (meta, None)
-
-
-def _shards_problem(data_dir: Path, meta: dict, verify: bool) -> str | None:
-    if meta.get("format_version") != DATA_FORMAT_VERSION:
-        return f"{data_dir / 'meta.json'} is of format version {meta.get('format_version')!r}"
-    if meta["dtype"] not in SHARD_DTYPES:
-        return f"{data_dir / 'meta.json'} says dtype {meta['dtype']!r}; token ids are {' or '.join(SHARD_DTYPES)}"
-    dtype, vocab = np.dtype(meta["dtype"]), meta["tokenizer_vocab_size"]
-    if type(vocab) is not int or not 0 < vocab <= np.iinfo(dtype).max + 1:
-        return f"{data_dir / 'meta.json'} says tokenizer_vocab_size {vocab!r}, not a {dtype} vocabulary size"
-    for split in SPLITS:
-        shard, entry = data_dir / f"{split}.bin", meta["splits"][split]
-        if shard.stat().st_size != entry["num_tokens"] * dtype.itemsize:
-            return f"{shard} has {shard.stat().st_size} bytes, meta.json says {entry['num_tokens']} {dtype} tokens"
-        if verify and not isinstance(entry.get("sha256"), str):
-            return f"{shard} has no sha256 in meta.json (prepared by an earlier version)"
-        if verify and file_sha256(shard) != entry["sha256"]:
-            return f"{shard} does not match its sha256 in meta.json"
-    return None
-
-
-def shards_stamp(job_dir: Path) -> str | None:
-    """A digest of the job's ``data/meta.json`` (the shards' sha256 among it) and of each shard's
-    size, mtime and inode: it changes when anything rewrites them after they were hashed. None: not prepared."""
-    data_dir = Path(job_dir) / "data"
-    try:
-        stamp = hashlib.sha256(read_capped(data_dir / "meta.json", MAX_META_BYTES))
-        for shard in (data_dir / f"{split}.bin" for split in SPLITS):
-            stat = shard.stat()
-            stamp.update(f"{shard.name} {stat.st_size} {stat.st_mtime_ns} {stat.st_ino};".encode())
-    except (OSError, ValueError):
-        return None
-    return stamp.hexdigest()
 
 
 def _info_from_meta(meta: dict, reused: bool) -> DataInfo:
@@ -393,7 +319,7 @@ def _info_from_meta(meta: dict, reused: bool) -> DataInfo:
         tokenizer_vocab_size=meta["tokenizer_vocab_size"],
         eos_id=meta["eos_id"],
         dtype=meta["dtype"],
-        cleaning=CleaningStats(**meta["cleaning"]),
+        cleaning=cleaning_stats(meta),
         reused=reused,
         train=splits["train"],
         val=splits["val"],
@@ -439,6 +365,8 @@ def prepare_data(
     meta, problem = meta_and_problem(data_dir, verify=False)
     if meta is not None and checked_stamp is not None and checked_stamp == shards_stamp(job_dir):
         return _checked(_info_from_meta(meta, reused=True), run.data, seq_len)
+    if meta is not None:  # after the launcher's check, which stays silent: one warning a launch
+        _warn_unknown_keys(data_dir, meta)
     unreachable = not source.exists()
     if unreachable and meta is not None and (meta["source"], meta["tokenizer_digest"]) == (run.data, tokenizer.digest):
         problem = _reuse_problem(data_dir, meta, tokenizer)
@@ -466,6 +394,15 @@ def prepare_data(
     info = _info_from_meta(_build_shards(run.data, files, data_dir, tokenizer, fingerprint), reused=False)
     _print_summary(info, data_dir)
     return _checked(info, run.data, seq_len)
+
+
+def _warn_unknown_keys(data_dir: Path, meta: dict) -> None:
+    if unknown := unknown_meta_keys(meta):
+        log.warning(
+            f"warning: data: {data_dir / 'meta.json'} has keys this version does not know, ignored (a newer"
+            f" trainplan's?): {', '.join(unknown)}",
+            extra=ON_STDOUT,
+        )
 
 
 def _reuse_problem(data_dir: Path, meta: dict, tokenizer: Tokenizer) -> str | None:

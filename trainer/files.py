@@ -33,7 +33,7 @@ def list_checkpoints(ckpt_dir: Path) -> list[tuple[int, Path]]:
 METRICS_FILE = "metrics.jsonl"
 REPORT_FILE = "report.json"
 # `trainplan run` prepares (or hashes) the data shards before torchrun starts and hands its workers
-# their ``shards_stamp`` (trainer/data.py) in this variable: rank 0 reuses them unread while the
+# their ``shards_stamp`` (trainer/data_meta.py) in this variable: rank 0 reuses them unread while the
 # stamp holds (trial s45 L9: "data: reusing prepared shards" and a full read of every shard, twice a launch).
 CHECKED_SHARDS_ENV = "TRAINPLAN_CHECKED_SHARDS"
 # the validation probe found the plan does not fit (trainer/probe.py; trainer/replan.py reads it)

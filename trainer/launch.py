@@ -282,10 +282,10 @@ def prepare_job_data(job_dir: Path, spec: JobSpec) -> None:
 
 def checked_data_env(job_dir: Path, spec: JobSpec, node_rank: int) -> dict[str, str]:
     """The workers' word that node 0's launcher has just prepared or hashed the shards
-    (trainer/data.py ``CHECKED_SHARDS_ENV``): rank 0 then does not hash them again."""
+    (trainer/files.py ``CHECKED_SHARDS_ENV``): rank 0 then does not hash them again."""
     if node_rank != 0 or spec.run.data == "synthetic":
         return {}
-    from trainer.data import shards_stamp
+    from trainer.data_meta import shards_stamp
 
     stamp = shards_stamp(job_dir)
     return {CHECKED_SHARDS_ENV: stamp} if stamp else {}

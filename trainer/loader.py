@@ -22,9 +22,9 @@ from trainer.data import (
     SYNTHETIC_FOLLOW_PROB,
     SYNTHETIC_STRIDE_STREAM,
     check_split,
-    read_meta,
     synthetic_fingerprint,
 )
+from trainer.data_meta import read_meta
 from trainer.job_spec import RunSettings
 
 log = logging.getLogger(__name__)

@@ -14,7 +14,8 @@ import pytest
 import torch
 
 from trainer import data
-from trainer.data import BYTE_VOCAB_SIZE, SYNTHETIC_FOLLOW_PROB, is_garbled, prepare_data, read_meta
+from trainer.data import BYTE_VOCAB_SIZE, SYNTHETIC_FOLLOW_PROB, is_garbled, prepare_data
+from trainer.data_meta import SPLITS, read_meta
 from trainer.job_spec import RunSettings
 from trainer.loader import build_loader
 
@@ -92,7 +93,7 @@ def test_cleaning_counts_duplicates_empty_and_garbled(tmp_path: Path, capsys) ->
     assert "58 documents: 2 empty, 3 garbled, 3 duplicates removed, 50 kept" in said
     # trial s27: nothing was said before the work, which takes minutes on a large corpus
     assert said.index("data: preparing 1 file(s), ") < said.index("data: read 58 documents")
-    kept = sorted(doc for s in data.SPLITS for doc in shard_documents(tmp_path / "job", s))
+    kept = sorted(doc for s in SPLITS for doc in shard_documents(tmp_path / "job", s))
     assert kept == sorted(good)
 
 
@@ -107,18 +108,18 @@ def test_split_is_8_1_1_by_document_disjoint_and_round_trips(corpus_job) -> None
     run, job_dir, _texts = corpus_job
     write_jsonl(Path(run.data) / "docs.jsonl", make_documents(3000))
     info = prepare_data(run, job_dir, MODEL_VOCAB, 32)
-    counts = {s: getattr(info, s).num_documents for s in data.SPLITS}
+    counts = {s: getattr(info, s).num_documents for s in SPLITS}
     assert sum(counts.values()) == 3000
     # Hash buckets are binomial: 4 standard deviations around 2400/300/300.
     assert abs(counts["train"] - 2400) < 88 and abs(counts["val"] - 300) < 66 and abs(counts["test"] - 300) < 66
-    decoded = {s: shard_documents(job_dir, s) for s in data.SPLITS}
+    decoded = {s: shard_documents(job_dir, s) for s in SPLITS}
     assert {s: len(d) for s, d in decoded.items()} == counts
-    sets = [set(decoded[s]) for s in data.SPLITS]
+    sets = [set(decoded[s]) for s in SPLITS]
     assert not (sets[0] & sets[1]) and not (sets[0] & sets[2]) and not (sets[1] & sets[2])
     assert set().union(*sets) == set(make_documents(3000))
     meta = read_meta(job_dir / "data")
     assert meta["dtype"] == "uint16"
-    for s in data.SPLITS:
+    for s in SPLITS:
         size = (job_dir / "data" / f"{s}.bin").stat().st_size
         assert size == 2 * getattr(info, s).num_tokens == 2 * meta["splits"][s]["num_tokens"]
 
@@ -129,7 +130,7 @@ def test_split_assignment_does_not_depend_on_seed_or_order(tmp_path: Path) -> No
     write_jsonl(tmp_path / "b" / "d.jsonl", texts[::-1])
     prepare_data(RunSettings(data=str(tmp_path / "a"), seed=1), tmp_path / "ja", MODEL_VOCAB, 8)
     prepare_data(RunSettings(data=str(tmp_path / "b"), seed=2), tmp_path / "jb", MODEL_VOCAB, 8)
-    for split in data.SPLITS:
+    for split in SPLITS:
         assert set(shard_documents(tmp_path / "ja", split)) == set(shard_documents(tmp_path / "jb", split))
 
 

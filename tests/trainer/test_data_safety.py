@@ -17,7 +17,7 @@ from support.jobs import write_job
 
 from planner.errors import ExitCode
 from planner.layout import Layout
-from trainer import corpus, data, launch
+from trainer import corpus, data, data_meta, launch
 from trainer.data import prepare_data
 from trainer.files import file_sha256
 from trainer.job_spec import JobSpec, RunSettings
@@ -75,10 +75,10 @@ def test_shards_the_launcher_just_checked_are_not_read_again_until_rewritten(tmp
     a shard rewritten since (its mtime) is hashed, found changed and prepared again."""
     source, job = corpus_file(tmp_path / "in" / "c.txt"), tmp_path / "job"
     prepare(source, job)
-    stamp = data.shards_stamp(job)
-    assert stamp is not None and data.shards_stamp(tmp_path / "nothing") is None
+    stamp = data_meta.shards_stamp(job)
+    assert stamp is not None and data_meta.shards_stamp(tmp_path / "nothing") is None
     hashed: list[Path] = []
-    monkeypatch.setattr(data, "file_sha256", lambda path: hashed.append(path) or file_sha256(path))
+    monkeypatch.setattr(data_meta, "file_sha256", lambda path: hashed.append(path) or file_sha256(path))
     capsys.readouterr()
     run = RunSettings(data=str(source))
     assert prepare_data(run, job, MODEL_VOCAB, 16, checked_stamp=stamp).reused
@@ -98,8 +98,11 @@ def test_trainplan_run_says_and_reads_the_data_once(tmp_path, capfd):
     assert launch.run_job(job, device="cpu") == ExitCode.OK
     out = capfd.readouterr().out
     assert out.count("data: preparing") == 1 and "data: reusing prepared shards" not in out, out
+    meta_path = job / "data" / "meta.json"  # and a newer trainplan's key: one warning, the launcher's
+    meta_path.write_text(json.dumps(json.loads(meta_path.read_text()) | {"augmentation": "none"}))
     assert launch.run_job(job, device="cpu") == ExitCode.OK  # a second launch: the launcher's line only
-    assert capfd.readouterr().out.count("data: reusing prepared shards") == 1
+    out = capfd.readouterr().out
+    assert out.count("data: reusing prepared shards") == 1 and out.count("does not know") == 1, out
 
 
 def test_a_meta_json_dtype_that_is_not_the_tokenizers_is_prepared_again(tmp_path, capsys):
@@ -113,6 +116,36 @@ def test_a_meta_json_dtype_that_is_not_the_tokenizers_is_prepared_again(tmp_path
         assert not prepare(source, job).reused
         assert "; preparing the data again" in capsys.readouterr().out
         assert json.loads(meta_path.read_text())["dtype"] == "uint16"
+
+
+def test_a_newer_trainplans_meta_json_keys_are_ignored_with_one_warning(tmp_path, capsys):
+    """A data folder prepared by a newer trainplan: keys this version does not know are named in one
+    warning line and ignored (an unknown cleaning count was a TypeError traceback); the known ones
+    are still checked."""
+    source, job = corpus_file(tmp_path / "c.txt"), tmp_path / "job"
+    before = prepare(source, job)
+    meta_path = job / "data" / "meta.json"
+    meta = json.loads(meta_path.read_text())
+    meta["augmentation"] = {"kind": "none"}
+    meta["cleaning"]["num_filtered"] = 3
+    meta["splits"]["train"]["sha512"] = "00"
+    meta["splits"]["dev"] = {"num_documents": 0, "num_tokens": 0}
+    meta_path.write_text(json.dumps(meta))
+    capsys.readouterr()
+    info = prepare(source, job)
+    warnings = [line for line in capsys.readouterr().out.splitlines() if line.startswith("warning:")]
+    assert info.reused and info.cleaning == before.cleaning and info.train == before.train
+    assert warnings == [
+        f"warning: data: {meta_path} has keys this version does not know, ignored (a newer trainplan's?):"
+        " augmentation, cleaning.num_filtered, splits.train.sha512, splits.dev"
+    ]
+    loader = build_loader(RunSettings(data=str(source)), job, "train", 16, 2, 0, 1, MODEL_VOCAB)
+    assert next(iter(loader))[0].shape == (2, 16)
+    meta["dtype"] = "float16"  # a known key that is wrong: prepared again, as without the new keys
+    meta_path.write_text(json.dumps(meta))
+    assert not prepare(source, job).reused
+    assert "says dtype 'float16'" in capsys.readouterr().out
+    assert "augmentation" not in json.loads(meta_path.read_text())
 
 
 def test_token_ids_outside_the_vocabulary_are_one_line_not_an_index_error(tmp_path):
