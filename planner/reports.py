@@ -105,7 +105,10 @@ class RunReport(_Report):
     steps_done: int
     outcome: str  # completed, stopped (at run --steps), early_stopped, preempted, interrupted (Ctrl-C), diverged
     bad_steps: int
+    # The job's wall time over every launch, each counted up to its last checkpoint (a launch's time
+    # after it is lost with its steps); in reports written before launch_wall_s, the last launch's.
     wall_s: float
+    launch_wall_s: float | None = None  # the last launch's own; None in reports written before it
     # The steps the measured figures come from: the whole job's, every launch's first (warm-up) step
     # left out (trial s25: after a resume a report of one step's timing read as the whole run's);
     # 0 in reports written before it.

@@ -249,7 +249,8 @@ class RunSummary:
     test_loss: float | None
     test_perplexity: float | None
     bad_steps: int
-    wall_s: float
+    wall_s: float  # the job's, over every launch (TrainState.wall_s)
+    launch_wall_s: float  # this launch's
     measured_steps: int = 0  # the job's warm steps the timings come from (job_step_times)
     measured_warmup_only: bool = False  # no warm step yet: the one step timed is a warm-up
 
@@ -285,6 +286,7 @@ def write_report(job_dir: Path, plan: Plan, summary: RunSummary, device_type: st
         outcome=summary.outcome,
         bad_steps=summary.bad_steps,
         wall_s=summary.wall_s,
+        launch_wall_s=summary.launch_wall_s,
         measured_steps=summary.measured_steps,
         measured_warmup_only=summary.measured_warmup_only,
         layout=plan.layout.describe(),
@@ -306,6 +308,14 @@ REPORT_LABELS = {
 }
 
 
+def wall_words(report: RunReport) -> str:
+    """'12 s this launch', and the whole job's where earlier launches add to it ('..., 30 s in all')."""
+    if report.launch_wall_s is None:  # a report written before launch_wall_s: wall_s is the launch's
+        return f"{report.wall_s:.0f} s this launch"
+    earlier = report.wall_s > report.launch_wall_s
+    return f"{report.launch_wall_s:.0f} s this launch" + (f", {report.wall_s:.0f} s in all" if earlier else "")
+
+
 def timing_line(report: RunReport) -> str:
     """Which steps the measured figures come from (the memory peak is this launch's)."""
     if report.measured_warmup_only:
@@ -320,7 +330,7 @@ def format_report(report: RunReport) -> str:
         return "-" if value is None else format(value, fmt)
 
     lines = [
-        f"run {report.outcome} at step {report.steps_done} ({report.wall_s:.0f} s this launch), layout {report.layout}",
+        f"run {report.outcome} at step {report.steps_done} ({wall_words(report)}), layout {report.layout}",
         timing_line(report),
         f"{'':20}{'predicted':>12}{'measured':>12}{'error':>9}",
     ]

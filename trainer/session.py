@@ -11,7 +11,7 @@ import math
 import os
 import signal
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from enum import StrEnum
 from pathlib import Path
 
@@ -67,6 +67,9 @@ class TrainState:
     evals_without_improvement: int = 0
     last_val_loss: float | None = None
     last_train_loss: float | None = None
+    # The job's wall time (s) before the launch that resumes from this state: at a save, every launch's
+    # up to it (a launch's time after its last save is lost with its steps, as metrics.jsonl's are)
+    wall_s: float = 0.0
 
 
 def eval_micro_batches(eval_batches: int, grad_accum: int) -> int:
@@ -166,7 +169,7 @@ class Session:
         if self.device.type == "cuda":
             rng["cuda"] = torch.cuda.get_rng_state(self.device)
         return {
-            "train": asdict(self.state),
+            "train": asdict(replace(self.state, wall_s=self._wall_s()[0])),
             "loader": self.loader.state_dict(),
             "scheduler": self.scheduler.state_dict(),
             "scaler": self.scaler.state_dict(),
@@ -456,6 +459,11 @@ class Session:
             log.info(f"note: no test loss ({exc})")
             return None
 
+    def _wall_s(self) -> tuple[float, float]:
+        """(the job's wall time over every launch, this launch's) so far, in seconds."""
+        launch_s = time.perf_counter() - self.started
+        return self.state.wall_s + launch_s, launch_s
+
     def _report(self, outcome: Outcome, test_loss: float | None) -> None:
         memory = self.meter.reading()
         earlier = [] if self.metrics is None else self.metrics.earlier_step_times
@@ -467,6 +475,7 @@ class Session:
         step_s = timing.step_s
         tokens_per_s = self.training.tokens_per_step(self.layout) / step_s if step_s else None
         perplexity = math.exp(test_loss) if test_loss is not None and test_loss < 50 else None
+        job_wall_s, launch_wall_s = self._wall_s()
         summary = RunSummary(
             steps_done=self.state.step,
             outcome=outcome.value,
@@ -479,7 +488,8 @@ class Session:
             test_loss=test_loss,
             test_perplexity=perplexity,
             bad_steps=self.state.bad_steps,
-            wall_s=time.perf_counter() - self.started,
+            wall_s=job_wall_s,
+            launch_wall_s=launch_wall_s,
             measured_steps=timing.measured_steps,
             measured_warmup_only=timing.warmup_only,
         )

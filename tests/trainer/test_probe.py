@@ -232,6 +232,7 @@ def test_report_has_predicted_and_measured(tmp_path):
         test_perplexity=27.1,
         bad_steps=0,
         wall_s=5.0,
+        launch_wall_s=5.0,
         measured_steps=7,
     )
     report = write_report(tmp_path, plan, summary, "cuda", plan.gpu)
@@ -243,6 +244,11 @@ def test_report_has_predicted_and_measured(tmp_path):
     # trial s45: the rows' words name their units and which peak (the job README's is the reserved one)
     assert "allocated peak, GiB" in text and "tokens/s, job" in text and "peak_gib" not in text
     assert "measured over 7 step(s) of the job" in text and report.measured_steps == 7  # trial s25
+    assert "(5 s this launch)" in text  # one launch: no whole-job figure beside it
+    resumed = format_report(write_report(tmp_path, plan, dataclasses.replace(summary, wall_s=30.0), "cuda", plan.gpu))
+    assert "(5 s this launch, 30 s in all)" in resumed  # the job's wall time over every launch
+    before = report.model_copy(update={"launch_wall_s": None})  # a report written before the field
+    assert "(5 s this launch)" in format_report(before)
     assert "memory peak of this launch" in text  # review s26: the step is the job's, the peak is not
     single = format_report(
         write_report(
@@ -281,6 +287,7 @@ REPORT_KEYS = {
     "outcome": None,
     "bad_steps": None,
     "wall_s": None,
+    "launch_wall_s": None,
     "measured_steps": None,
     "measured_warmup_only": None,
     "layout": None,
@@ -306,7 +313,7 @@ def test_reports_round_trip_through_json_with_their_keys(tmp_path):
     plan = plan_for(Layout(dp_shard=1), 1)
     memory = MemoryReading(peak_gib=70.0, reserved_gib=75.0, capacity_gib=80.0)
     validation = write_validation(tmp_path, plan, [0.3, 0.1], memory, "cuda", plan.gpu)
-    summary = RunSummary(10, "completed", 0.1, 640.0, 0.3, 1.2, 3.0, None, 3.3, 27.1, 0, 5.0)
+    summary = RunSummary(10, "completed", 0.1, 640.0, 0.3, 1.2, 3.0, None, 3.3, 27.1, 0, 5.0, 5.0)
     report = write_report(tmp_path, plan, summary, "cuda", plan.gpu)
     with pytest.raises(ReplanNeeded):
         check_measured_fit(tmp_path, plan, memory, headroom=0.1, is_rank0=True)

@@ -29,6 +29,8 @@ def test_steps_below_the_plan_stop_it_there_on_its_own_schedule(tmp_path, in_pro
     assert train(job, "--steps", "3") == ExitCode.OK
     report = json.loads((job / "report.json").read_text())
     assert report["outcome"] == "stopped" and report["steps_done"] == 3
+    assert report["wall_s"] == report["launch_wall_s"] > 0  # one launch: the job's time is its own
+    first_wall_s = report["wall_s"]
     assert train(job) == ExitCode.OK  # resumes at 3 and finishes the planned 8
     records = read_metrics(job)
     assert [r["step"] for r in records] == list(range(1, 9))
@@ -37,6 +39,10 @@ def test_steps_below_the_plan_stop_it_there_on_its_own_schedule(tmp_path, in_pro
     assert [r["lr"] for r in records] == pytest.approx(expected)
     report = json.loads((job / "report.json").read_text())
     assert report["outcome"] == "completed"
+    # wall_s is the job's: the first launch's time up to its save at step 3, then this launch's (it
+    # was the last launch's alone)
+    earlier_s = report["wall_s"] - report["launch_wall_s"]
+    assert report["launch_wall_s"] > 0 and 0 < earlier_s <= first_wall_s
     # The report times the whole job, each launch's first (warm-up) step left out (trial s25: after a
     # resume it timed the last launch only).
     assert [r["step"] for r in records if r["launch_start"]] == [1, 4]

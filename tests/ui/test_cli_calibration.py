@@ -129,7 +129,7 @@ def _job_dir(
     emit_job(plan, job_dir, name="llama-1b", run=RunSettings())
     step, peak = step_factor * plan.estimate.time.step_s, peak_factor * plan.estimate.memory.peak_gib
     steps = 1 if warmup_only else 49
-    summary = RunSummary(50, outcome, step, None, None, peak, 3.0, None, None, None, 0, 60.0, steps, warmup_only)
+    summary = RunSummary(50, outcome, step, None, None, peak, 3.0, None, None, None, 0, 60.0, 60.0, steps, warmup_only)
     write_report(job_dir, plan, summary, device, gpu if device == "cuda" else None)
     return job_dir
 
