@@ -9,23 +9,14 @@ user error becomes one line on stderr and exit code 2; an infeasible request is 
 
 from __future__ import annotations
 
-import errno
-import json
-import os
 import sys
 from dataclasses import replace
 from pathlib import Path
 
 import typer
 
-try:  # typer >= 0.20 vendors click as typer._click
-    from typer import _click as click
-except ImportError:  # pragma: no cover - older typer uses click itself
-    import click  # type: ignore[no-redef]
-
 from planner.accuracy import DEFAULT_RISK, Risk
-from planner.errors import ExitCode, InfeasiblePlan
-from planner.fmt import one_line, printable
+from planner.errors import InfeasiblePlan
 from planner.layout import (
     ActivationCheckpointing,
     Implementation,
@@ -49,7 +40,7 @@ from planner.model.optimizer_precision import OptimizerPrecision
 from planner.model.stacks import Stack
 from planner.search.ilp import Objective
 from planner.search.space import DEFAULT_BATCH_TOLERANCE, DEFAULT_MAX_GPUS
-from ui import cli_explain, cli_jobs, cli_listings, cli_portfolio, render, render_plan
+from ui import cli_errors, cli_explain, cli_jobs, cli_listings, cli_portfolio, render, render_plan
 from ui.calibration import applied_calibration, choose_calibration
 from ui.cli_examples import epilog
 from ui.cli_options import (
@@ -73,7 +64,6 @@ from ui.cli_options import (
     TERM_FILLED,
     TOP,
     app,
-    flag_error,
 )
 from ui.cli_run_losses import (
     CHECKPOINT_WRITE_GB_PER_S,
@@ -84,7 +74,6 @@ from ui.cli_run_losses import (
     STARTUP_MINUTES,
     run_loss_inputs,
 )
-from ui.console import ABORTED_LINE
 from ui.inputs import (
     ac_modes,
     check_priced_gpus,
@@ -451,64 +440,9 @@ for _command in (cli_jobs.calibrate, cli_jobs.detect, cli_jobs.emit, cli_jobs.ru
 app.command("app", epilog=epilog("app"))(cli_jobs.app_command)
 
 
-def _flush_stdout() -> bool:
-    """Flush stdout now (e.g. to /dev/full) so a failure is one line, not an error at exit."""
-    try:
-        sys.stdout.flush()
-    except OSError as exc:
-        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - the interpreter flushes it at exit
-        print(f"trainplan: error: cannot write the output ({exc.strerror})", file=sys.stderr)
-        return False
-    return True
-
-
-def _error(message: str) -> None:
-    """The one line of a user error, without the terminal escapes a file or flag may carry."""
-    print(f"trainplan: error: {printable(message)}", file=sys.stderr)
-
-
 def main(argv: list[str] | None = None) -> int:
-    """Entry point: map user errors to one line + exit 2; let real bugs raise."""
-    code = _main(argv)
-    return code if _flush_stdout() else ExitCode.INVALID
-
-
-def _main(argv: list[str] | None) -> int:
-    from pydantic import ValidationError
-
-    try:
-        code = app(args=argv, standalone_mode=False, prog_name="trainplan")
-    except typer.Exit as exc:
-        return exc.exit_code
-    except typer.Abort:
-        print(ABORTED_LINE, file=sys.stderr)
-        return ExitCode.ABORTED
-    except BrokenPipeError:
-        return ExitCode.OK
-    except click.exceptions.NoArgsIsHelpError:
-        return ExitCode.OK
-    except click.ClickException as exc:
-        # typer >= 0.2x converts an enum flag with pydantic and keeps its "Value error, " prefix
-        _error(exc.format_message().replace(": Value error, ", ": "))
-        return ExitCode.INVALID
-    except (ValueError, ValidationError, FileNotFoundError, json.JSONDecodeError) as exc:
-        _error(flag_error(exc, sys.argv[1:] if argv is None else argv) or one_line(exc))
-        return ExitCode.INVALID
-    except OSError as exc:  # --out on a read-only or full disk, a directory, a name too long
-        where = f"{exc.filename}: " if exc.filename else ""
-        if exc.errno == errno.ENOSPC and exc.filename:  # a file it writes (not stdout): docs/trainer.md,
-            # ENOSPC is exit 4 (trial s37: emit on a full disk said only "No space left on device", exit 2)
-            _error(f"{where}disk full ({exc.strerror}); free space there and run the command again"[:480])
-            return ExitCode.DISK_FULL
-        _error(f"{where}{exc.strerror or one_line(exc)}"[:480])
-        return ExitCode.INVALID
-    except OverflowError:
-        _error("a number is too large")
-        return ExitCode.INVALID
-    except RecursionError:
-        _error("an input file is nested too deeply")
-        return ExitCode.INVALID
-    return code if isinstance(code, int) else ExitCode.OK
+    """Entry point: map user errors to one line + exit 2; let real bugs raise (ui/cli_errors.py)."""
+    return cli_errors.run(app, argv)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,82 @@
+"""How ``trainplan`` ends: every user error as one line on stderr and exit code 2 (a full disk 4, an
+abort 130: planner/errors.py ``ExitCode``), real bugs raised; stdout flushed before the exit code is
+chosen. Split from ui/cli.py, which keeps the commands."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import sys
+
+import typer
+
+try:  # typer >= 0.20 vendors click as typer._click
+    from typer import _click as click
+except ImportError:  # pragma: no cover - older typer uses click itself
+    import click  # type: ignore[no-redef]
+
+from planner.errors import ExitCode
+from planner.fmt import one_line, printable
+from ui.cli_options import flag_error
+from ui.console import ABORTED_LINE
+
+
+def _flush_stdout() -> bool:
+    """Flush stdout now (e.g. to /dev/full) so a failure is one line, not an error at exit."""
+    try:
+        sys.stdout.flush()
+    except OSError as exc:
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - the interpreter flushes it at exit
+        print(f"trainplan: error: cannot write the output ({exc.strerror})", file=sys.stderr)
+        return False
+    return True
+
+
+def _error(message: str) -> None:
+    """The one line of a user error, without the terminal escapes a file or flag may carry."""
+    print(f"trainplan: error: {printable(message)}", file=sys.stderr)
+
+
+def run(app: typer.Typer, argv: list[str] | None = None) -> int:
+    """Run ``app``: map user errors to one line + exit 2; let real bugs raise."""
+    code = _run(app, argv)
+    return code if _flush_stdout() else ExitCode.INVALID
+
+
+def _run(app: typer.Typer, argv: list[str] | None) -> int:
+    from pydantic import ValidationError
+
+    try:
+        code = app(args=argv, standalone_mode=False, prog_name="trainplan")
+    except typer.Exit as exc:
+        return exc.exit_code
+    except typer.Abort:
+        print(ABORTED_LINE, file=sys.stderr)
+        return ExitCode.ABORTED
+    except BrokenPipeError:
+        return ExitCode.OK
+    except click.exceptions.NoArgsIsHelpError:
+        return ExitCode.OK
+    except click.ClickException as exc:
+        # typer >= 0.2x converts an enum flag with pydantic and keeps its "Value error, " prefix
+        _error(exc.format_message().replace(": Value error, ", ": "))
+        return ExitCode.INVALID
+    except (ValueError, ValidationError, FileNotFoundError, json.JSONDecodeError) as exc:
+        _error(flag_error(exc, sys.argv[1:] if argv is None else argv) or one_line(exc))
+        return ExitCode.INVALID
+    except OSError as exc:  # --out on a read-only or full disk, a directory, a name too long
+        where = f"{exc.filename}: " if exc.filename else ""
+        if exc.errno == errno.ENOSPC and exc.filename:  # a file it writes (not stdout): docs/trainer.md,
+            # ENOSPC is exit 4 (trial s37: emit on a full disk said only "No space left on device", exit 2)
+            _error(f"{where}disk full ({exc.strerror}); free space there and run the command again"[:480])
+            return ExitCode.DISK_FULL
+        _error(f"{where}{exc.strerror or one_line(exc)}"[:480])
+        return ExitCode.INVALID
+    except OverflowError:
+        _error("a number is too large")
+        return ExitCode.INVALID
+    except RecursionError:
+        _error("an input file is nested too deeply")
+        return ExitCode.INVALID
+    return code if isinstance(code, int) else ExitCode.OK
