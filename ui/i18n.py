@@ -426,6 +426,14 @@ _LABELS: dict[str, tuple[str, str]] = {
         # "\\$": Streamlit reads "$6.55 ... “$" as a LaTeX span (a "$" after "“" closes it; trial s26b)
         "${base:.2f}：两个中位数来自不同的云厂商（hw_catalog/prices）。可在 GPU 表的“\\$/时”一栏填入您自己的报价。",
     ),
+    # trial s48 L2: a kind's one offer is that provider's rate, not "the median of 1 offers"
+    "price_dearer_one": (
+        "{kind} prices {gpu} at ${price:.2f} per GPU-hour, one offer ({providers}), above its "
+        "on-demand median ${base:.2f}: the offer and the median come from different providers (hw_catalog/prices). "
+        "Edit the GPU table's $/h to use your own quote.",
+        "{kind} 价格下 {gpu} 每 GPU 小时 ${price:.2f}（单一报价：{providers}），高于其按需中位数 "
+        "${base:.2f}：该报价与中位数来自不同的云厂商（hw_catalog/prices）。可在 GPU 表的“\\$/时”一栏填入您自己的报价。",
+    ),
     "card_gpus": ("GPUs", "GPU"),
     "card_nodes": ("Nodes × GPUs", "节点 × GPU"),
     "spot_wait": (

@@ -466,7 +466,7 @@ def commitment_text(tr: Labels, c: Commitment) -> str:
 def dearer_text(tr: Labels, d: DearerKind) -> str:
     """``DearerKind.words`` in the page's language."""
     return tr(
-        "price_dearer",
+        "price_dearer_one" if d.offers == 1 else "price_dearer",
         kind=tr.kind(d.kind),
         gpu=d.gpu,
         price=d.usd_per_gpu_hour,

@@ -316,13 +316,16 @@ def search(
     held = {g: n for g, n in gpus.items() if n is not None}
     side = side_rows(request, c, table, catalog, gpu_ids, solution.row, deadline_s, inventory, held, scored)
     varied_plan = None if side.varied is None else wrap(side.varied.row)
+    alternatives = tuple(wrap(r) for r in solution.alternatives)
+    per_gpu = tuple(wrap(r) for r in solution.best_per_gpu) if request.per_gpu else None
+    shown = (*alternatives, *(per_gpu or ()))  # the plans the answer's tables price beside the chosen one
     return PlanResult(
         plan=chosen,
-        alternatives=tuple(wrap(r) for r in solution.alternatives),
+        alternatives=alternatives,
         solution=solution,
         num_candidates=len(c),
         seconds=time.perf_counter() - started,
-        warnings=search_warnings(request, unpriced, catalog, chosen, side.varied, varied_plan)
+        warnings=search_warnings(request, unpriced, catalog, chosen, side.varied, varied_plan, shown)
         + memory_at_model_warnings(request, chosen, at_model),
         count_limits=limits.limits,
         count_caps=limits.caps,
@@ -338,7 +341,7 @@ def search(
         idle_plan=None if side.idle is None else wrap(side.idle.row),
         vary_batch=side.varied,
         vary_batch_plan=varied_plan,
-        per_gpu=tuple(wrap(r) for r in solution.best_per_gpu) if request.per_gpu else None,
+        per_gpu=per_gpu,
         searched_gpus=tuple(gpu_ids),
     )
 

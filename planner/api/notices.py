@@ -80,15 +80,17 @@ def search_warnings(
     chosen: Plan,
     varied: VaryBatch | None,
     other: Plan | None,
+    shown: tuple[Plan, ...] = (),
 ) -> tuple[str, ...]:
     """Every warning a search's answer carries (the CLI prints them on stderr): ``unpriced``, the
-    catalog before the request's prices; ``varied`` / ``other``: the batch the request could vary to."""
+    catalog before the request's prices; ``varied`` / ``other``: the batch the request could vary to;
+    ``shown``: the other plans the answer prices (alternatives, ``--per-gpu`` rows)."""
     return (
         request.warnings
         + left_out_warnings(request, catalog)
         + long_job_warnings(chosen, risk=request.risk)
         + fixed_cost_warnings(chosen)
-        + price_warnings(request, unpriced, chosen)
+        + price_warnings(request, unpriced, chosen, shown)
         + vary_batch_warnings(varied, other, chosen)
         + selective_words_warnings(chosen)
         + a2a_exposed_warnings(chosen)
@@ -100,12 +102,23 @@ def search_warnings(
     )
 
 
-def price_warnings(request: PlanRequest, catalog: Catalog, chosen: Plan) -> tuple[str, ...]:
+def price_warnings(
+    request: PlanRequest, catalog: Catalog, chosen: Plan, shown: tuple[Plan, ...] = ()
+) -> tuple[str, ...]:
     """Warnings of the request's price kind: the GPU types a whole-catalog search left out for
-    want of its offer (``unpriced_types``), and ``chosen_dearer``'s (``catalog``: before the kind
-    priced it)."""
-    notes = (chosen_dearer(request, catalog, chosen), plan_commitment(request.price_kind, chosen))
-    return (*left_out_price_warnings(request, catalog), *(note.words() for note in notes if note is not None))
+    want of its offer (``unpriced_types``), ``dearer_warnings`` of every GPU the answer prices (the
+    chosen plan's and ``shown``'s; ``catalog``: before the kind priced it), the chosen plan's term."""
+    term = plan_commitment(request.price_kind, chosen)
+    dearer = dearer_warnings(request, catalog, [p.gpu for p in (chosen, *shown)])
+    return (*left_out_price_warnings(request, catalog), *dearer, *(() if term is None else (term.words(),)))
+
+
+def dearer_warnings(request: PlanRequest, catalog: Catalog, gpus: list[str], fix: str | None = None) -> tuple[str, ...]:
+    """``gpu_dearer``'s words for each of ``gpus`` an answer prices, once per GPU (trial s48 M4: only
+    the chosen GPU's were said; a --per-gpu row and a fleet's types priced above on-demand were not);
+    ``fix``: how the answer's user quotes a price (None: plan's --price)."""
+    found = (gpu_dearer(request, catalog, gpu) for gpu in dict.fromkeys(catalog.gpu(g).id for g in gpus))
+    return tuple(d.words() if fix is None else d.words(fix) for d in found if d is not None)
 
 
 def left_out_price_warnings(request: PlanRequest, catalog: Catalog) -> tuple[str, ...]:
@@ -124,7 +137,7 @@ def unplanned_price_warnings(request: PlanRequest, catalog: Catalog) -> tuple[st
     budget under reserved-1y dropped the warnings that explain it): the types left out, each named
     type priced above its on-demand median (unless the request prices it), and a reserved term
     billed whole (``catalog``: before the kind priced it)."""
-    dearer = [d.words() for gpu in request.gpus or {} if (d := gpu_dearer(request, catalog, gpu)) is not None]
+    dearer = dearer_warnings(request, catalog, list(request.gpus or {}))
     term = request_term(request)
     whole = (
         ()

@@ -224,13 +224,17 @@ class DearerKind:
     offers: int  # how many offers of the kind the median is of
     providers: tuple[str, ...]
 
-    def words(self) -> str:
-        """The CLI's warning (the app words the same record in its page's language)."""
+    def words(self, fix: str = "--price sets your own quote") -> str:
+        """The CLI's warning (the app words the same record in its page's language); ``fix``: how to
+        quote one's own price where the warning is given (a jobs file: its [rent_usd_per_gpu_hour])."""
+        # trial s48 L2: "the median of 1 offers"; one offer is that provider's rate
+        one = self.offers == 1
+        which = "one offer" if one else f"the median of {self.offers} offers"
         return (
-            f"{self.kind} prices {self.gpu} at ${self.usd_per_gpu_hour:.2f} per GPU-hour, the median of "
-            f"{self.offers} offers ({', '.join(self.providers)}), above its on-demand median "
-            f"${self.on_demand_usd_per_gpu_hour:.2f}: the two medians come from different providers "
-            "(hw_catalog/prices); --price sets your own quote"
+            f"{self.kind} prices {self.gpu} at ${self.usd_per_gpu_hour:.2f} per GPU-hour, {which}"
+            f" ({', '.join(self.providers)}), above its on-demand median ${self.on_demand_usd_per_gpu_hour:.2f}:"
+            f" {'the offer and the median' if one else 'the two medians'} come from different providers"
+            f" (hw_catalog/prices); {fix}"
         )
 
 

@@ -296,3 +296,30 @@ def test_a_price_kind_over_one_offer_is_said_as_one_providers_rate():
     assert one.sources["price_usd_per_gpu_hour"].startswith("one on-demand offer [")
     two = catalog_with_price_kind(CATALOG, "spot").gpu("h100-sxm")
     assert two.price_basis == PriceBasis.SPOT and not two.price_estimated
+
+
+def test_a_kind_priced_at_one_offer_is_said_as_that_offer_not_a_median() -> None:
+    """Trial s48 L2: spot H200 warned "the median of 1 offers"; one offer is that provider's rate,
+    named; two offers are still a median."""
+    on_demand = (_offer("on-demand", 2.0, "Neocloud"), _offer("on-demand", 3.0, "Other"))
+    one = CATALOG.gpu("h200-sxm").model_copy(update={"offers": (*on_demand, _offer("spot", 6.26, "Google Cloud"))})
+    words = dearer_than_on_demand(one, "spot")
+    assert words is not None and "one offer (Google Cloud)" in words and "median of 1" not in words
+    assert "the offer and the median come from different providers" in words
+    two = one.model_copy(update={"offers": (*one.offers, _offer("spot", 7.0, "AWS"))})
+    words = dearer_than_on_demand(two, "spot")
+    assert words is not None and "the median of 2 offers (AWS, Google Cloud)" in words
+
+
+def test_every_gpu_a_plan_prices_above_its_on_demand_median_is_warned_once() -> None:
+    """Trial s48 M4: --per-gpu rows priced above their on-demand median had no warning; only the
+    chosen GPU's was given. Each GPU the answer shows a price for is warned of, once."""
+    on_demand = (_offer("on-demand", 2.0, "Neocloud"), _offer("on-demand", 3.0, "Other"))
+    cheap = CATALOG.gpu("h100-sxm").model_copy(update={"offers": (*on_demand, _offer("reserved-1y", 1.0, "A"))})
+    dear = CATALOG.gpu("h200-sxm").model_copy(update={"offers": (*on_demand, _offer("reserved-1y", 40.0, "B"))})
+    catalog = CATALOG.model_copy(update={"gpus": {**CATALOG.gpus, cheap.id: cheap, dear.id: dear}})
+    ask = dict(model=get_preset("gpt3-125m"), training_tokens=1e9, gpus={cheap.id: 8, dear.id: 8})
+    result = plan(PlanRequest(**ask, price_kind="reserved-1y", per_gpu=True), catalog=catalog)
+    assert result.plan.gpu == cheap.id and [p.gpu for p in result.per_gpu or ()] == [dear.id]
+    warned = [w for w in result.warnings if "above its on-demand median" in w]
+    assert warned == [dearer_than_on_demand(dear, "reserved-1y")]  # the row's GPU, once; not the cheaper chosen one

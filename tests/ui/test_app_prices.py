@@ -112,3 +112,16 @@ def test_a_reserved_term_filled_by_other_work_bills_the_job_less_as_the_cli_does
         assert words in shown, shown
     spot = run_app(gpus=["h100-sxm"], pricing="spot", term_filled_pct=50)  # no term: no input, no refusal
     assert not [s for s in spot.sidebar.slider if s.key == "term_filled_pct"]
+
+
+def test_a_kind_priced_at_one_offer_is_said_as_that_offer_in_both_languages() -> None:
+    """Trial s48 L2: "the median of 1 offers" (spot H200, one Google Cloud offer); the card says one
+    offer, naming its provider, as the CLI does."""
+    from planner.catalog.prices import DearerKind
+
+    one = DearerKind("spot", "h200-sxm", 6.26, 5.45, 1, ("Google Cloud",))
+    en = dearer_text(EN, one)
+    assert "one offer (Google Cloud)" in en and "median of 1" not in en and "one offer (Google Cloud)" in one.words()
+    assert "单一报价：Google Cloud" in dearer_text(ZH, one) and "1 个报价" not in dearer_text(ZH, one)
+    two = DearerKind("spot", "h200-sxm", 6.26, 5.45, 2, ("AWS", "Google Cloud"))
+    assert "the median of 2 offers" in dearer_text(EN, two)
