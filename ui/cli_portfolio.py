@@ -120,11 +120,27 @@ def portfolio(
             a.job: emit_job(a.plan, emit_dir / a.job, name=a.job, run=RunSettings(steps=default_steps(a.plan)), **k8s)
             for a in solution.assignments
         }
+    rents, price_notes = rented_prices(solution, requests, catalog)
     # the file's own warnings beside the jobs', in --json too (trial s28c: on stderr alone)
-    solution = replace(solution, warnings=(*past_horizon(spec), *solution.warnings))
+    solution = replace(solution, warnings=(*past_horizon(spec), *solution.warnings, *price_notes))
     prices = held_purchase_prices(catalog, solution.held_types, given)  # those the owned rates are at
     basis = render_portfolio.owned_basis_words(prices, spec.ownership.tco()) if prices else None
-    render.portfolio(solution, as_json=as_json, emitted=emitted, owned_basis=basis, calibration=chosen)
+    render.portfolio(solution, as_json=as_json, emitted=emitted, owned_basis=basis, calibration=chosen, prices=rents)
+
+
+def rented_prices(solution, requests: dict, catalog: Catalog) -> tuple[dict, tuple[str, ...]]:
+    """The types a portfolio rents or reserves jobs on, at their prices (``held_prices``), and those
+    prices' warnings (trial s48 H1, M4: a rent no median of offers backs, a kind above on-demand)."""
+    from planner.api.held_prices import held_price_warnings, held_prices
+
+    reserved = {r.gpu_id for r in solution.reserved}
+    held_jobs: dict[tuple[str, str], list[str]] = {}
+    for a in solution.assignments:
+        if a.gpu_id not in solution.held_types:
+            verb = "reserves" if a.gpu_id in reserved else "rents"
+            held_jobs.setdefault((a.gpu_id, verb), []).append(a.job)
+    prices = held_prices(requests, catalog, [gpu for gpu, _ in held_jobs])
+    return prices, held_price_warnings(requests, catalog, prices, held_jobs, "the portfolio")
 
 
 def fleet(

@@ -13,6 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from planner.accuracy.memory_band import memory_words
+from planner.catalog.held_price import rate_words
 from planner.catalog.prices import PriceBasis
 from planner.estimate_parts import MemoryTerms, PeakMoment, TimeTerms, term_words
 from planner.fmt import counted, duration_band, energy_band, money_band
@@ -124,14 +125,13 @@ def price_words(p: Plan) -> str:
     it comes from (trial s26: no cost said either)."""
     if p.price_per_gpu_hour_usd is None:
         return ""
-    basis = "" if p.price_basis is None else f" ({p.price_basis.words_under(p.price_kind)})"
     # review s26: a 4-GPU plan on 8-GPU-node offers is billed for 8, which the line did not say
     billed = (
         "" if p.billed_gpus == p.num_gpus else f", billed for {p.billed_gpus} GPUs (whole {p.rent_unit_gpus}-GPU nodes)"
     )
     term = p.estimate.term  # trial s42 H2: the cost bills a reserved term whole
     whole = "" if term is None or not term.words() else f", {term.words()}"
-    return f" at ${p.price_per_gpu_hour_usd:,.2f}/GPU-h{basis}{billed}{whole}"
+    return f" at {rate_words(p.price_per_gpu_hour_usd, p.price_basis, p.price_kind)}{billed}{whole}"
 
 
 def listed_json(p: Plan) -> dict:
@@ -449,12 +449,16 @@ def portfolio(
     emitted: dict[str, Path] | None = None,
     owned_basis: str | None = None,
     calibration=None,
+    prices: dict | None = None,
 ) -> None:
     """``emitted``: job name -> the job.json written for it (``trainplan portfolio --emit``);
-    ``calibration``: the file the jobs were planned with (ui.calibration.CalibrationChoice)."""
+    ``calibration``: the file the jobs were planned with (ui.calibration.CalibrationChoice);
+    ``prices``: each rented or reserved type's ``HeldPrice``."""
     from ui.render_portfolio import portfolio as render_portfolio  # it imports this module's ``out``
 
-    render_portfolio(solution, as_json=as_json, emitted=emitted, owned_basis=owned_basis, calibration=calibration)
+    render_portfolio(
+        solution, as_json=as_json, emitted=emitted, owned_basis=owned_basis, calibration=calibration, prices=prices
+    )
 
 
 def progress_line(done: int, total: int, label: str) -> None:

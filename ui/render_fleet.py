@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from rich.table import Table
 
+from planner.catalog.held_price import HeldPrice
 from planner.fmt import counted, money, money_band, number_band
 from planner.model.run_loss_inputs import DEFAULT_RUN_LOSSES, RunLossInputs
 from planner.search.fleet import Holding
@@ -17,16 +18,20 @@ from ui.render import (
     emit_json,
     no_infeasibility,
     out,
+    warn,
     whole_words,
 )
 from ui.render_lines import figures_words
 
 
-def fleet_assignment(a, risk: str | None = None, losses: RunLossInputs = DEFAULT_RUN_LOSSES) -> dict:
+def fleet_assignment(
+    a, risk: str | None = None, losses: RunLossInputs = DEFAULT_RUN_LOSSES, price: HeldPrice | None = None
+) -> dict:
     """One job of a fleet option: where it runs (``held``: owned, reserved or rented GPUs; ``owned``
     as before session 44) and when, its days and cost with their 80 % bands (null: no evidence), keyed
     as portfolio's (trial s33); ``risk``: the quantile of its band its duration is at (the search
-    judges plans there, as plan does); ``losses``: the jobs file's run-loss figures its days rest on."""
+    judges plans there, as plan does); ``losses``: the jobs file's run-loss figures its days rest on;
+    ``price``: its type's rent or reserved rate, whose basis a rented or reserved job carries."""
     days = (a.end_s - a.start_s) / SECONDS_PER_DAY
     return {
         "job": a.job,
@@ -42,7 +47,14 @@ def fleet_assignment(a, risk: str | None = None, losses: RunLossInputs = DEFAULT
         "cost_usd": float(a.cost_usd),
         "cost_usd_band": a.banded(float(a.cost_usd)),
         "run_losses": losses.model_dump(mode="json"),  # as portfolio's and plan's (null: the default)
+        # where its rent (reserved rate) comes from, as plan's price_basis (null: on owned GPUs)
+        "price_basis": None if a.holding is Holding.OWNED else basis_value(price),
     }
+
+
+def basis_value(price: HeldPrice | None) -> str | None:
+    """A price's basis in --json (``PriceBasis``), null where the type has none (held only)."""
+    return None if price is None else price.basis.value
 
 
 def depreciation_words(tco) -> str:
@@ -111,6 +123,8 @@ def fleet(
     if as_json:
         emit_json(data if calibration is None else {**data, "calibration": calibration_json(calibration)})
         return
+    for message in solution.warnings:  # on stderr, as plan's and portfolio's
+        warn(message)
     calibration_line(calibration)
     out.print(whole_words(option_table(data, risks or {})))
     for name, p in option_rows(data):
@@ -123,6 +137,8 @@ def fleet(
     if tco is not None:
         out.print(ownership_words(tco, solution.horizon_days), markup=False)
     out.print(slot_words(solution))
+    if solution.prices:
+        out.print(rates_words(solution), markup=False)
     out.print("mixed, job by job:")
     for a in data["mixed"]["assignments"]:
         out.print(fleet_assignment_line(a), markup=False)
@@ -130,6 +146,14 @@ def fleet(
         break_even_lines(b, utilisation)
     for c in data["owned_vs_reserved"]:
         out.print(owned_vs_reserved_words(c, data["reserved_term"], solution.horizon_days, utilisation), markup=False)
+
+
+def rates_words(solution) -> str:
+    """'rent per GPU-hour: b200 at $5.48/GPU-h (median of on-demand offers); mi325x at $1.95/GPU-h (one
+    provider's listed rate, not a median of offers)', as plan says its price (trial s48 H1: the whole
+    answer rested on MI325X's one rate, unsaid); under a reserved kind its rates."""
+    what = "rent" if solution.reserved is None else f"{solution.reserved.kind} rate"
+    return f"{what} per GPU-hour: {'; '.join(p.words() for _, p in sorted(solution.prices.items()))}"
 
 
 def option_rows(data: dict) -> list[tuple[str, dict]]:
@@ -277,7 +301,10 @@ def plan_json(p, solution, risks: dict[str, str], losses: dict[str, RunLossInput
         "reserved_billed_days": (billed := billed_days(p, solution)),
         "reserved_busy_fraction": p.busy_fraction(Holding.RESERVED, billed),
         "assignments": [
-            fleet_assignment(a, risks.get(a.job), (losses or {}).get(a.job, DEFAULT_RUN_LOSSES)) for a in p.assignments
+            fleet_assignment(
+                a, risks.get(a.job), (losses or {}).get(a.job, DEFAULT_RUN_LOSSES), solution.prices.get(a.gpu_id)
+            )
+            for a in p.assignments
         ],
     }
 
@@ -293,6 +320,7 @@ def fleet_json(
             "utilisation": b.break_even_utilisation if b.pays_off else None,
             "buying_can_pay_off": b.pays_off,
             "rent_usd_per_gpu_hour": b.rent_usd_per_gpu_hour,
+            "price_basis": basis_value(solution.prices.get(b.gpu_id)),  # where the rent comes from
         }
         | ({} if utilisation is None else {"owned_usd_per_busy_gpu_hour": owned_hourly(b, solution, utilisation)})
         for b in solution.break_even
@@ -312,8 +340,9 @@ def fleet_json(
         # types to buy with no offer of the jobs' price kind and no rate given: bought or not held
         # (review s44 M5, s45 M1)
         "held_only": sorted(solution.held_only),
-        # the reserved terms are billed (reserved_term), no longer warned of (session 44)
-        "warnings": [],
+        # the reserved terms are billed (reserved_term), no longer warned of (session 44); the prices'
+        # warnings (trial s48: a rent no median of offers backs, a kind above on-demand)
+        "warnings": list(solution.warnings),
     }
 
 
@@ -339,6 +368,7 @@ def reserved_term_json(solution) -> dict | None:
         "usd_per_gpu_hour": dict(rates),
         "unit": dict(reserved.unit),
         "usd_per_gpu": {g: reserved.fixed_usd(r, hours) for g, r in rates.items()},
+        "price_basis": {g: basis_value(solution.prices.get(g)) for g in rates},  # where each rate comes from
     }
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from rich.table import Table
 
 from planner.api.portfolio import JobFigures, job_figures, portfolio_bands
+from planner.catalog.held_price import HeldPrice
 from planner.catalog.prices import PriceBasis
 from planner.fmt import counted, money, money_band, number_band
 from planner.plan_accuracy import Standing
@@ -73,7 +74,7 @@ def cost_per_gpu_hour(a) -> float | None:
 def job_row(a, figures: JobFigures, held: tuple[str, ...], reserved: tuple[str, ...] = ()) -> dict:
     """One job's JSON: where and when it runs, its days at its risk and its cost (at the owned rate,
     or rent for a rented type, the reserved rate for a reserved one: ``held``, the owned types;
-    ``reserved``, those reserved), with bands."""
+    ``reserved``, those reserved), with bands, and where a rented (reserved) price comes from."""
     return dict(
         job=a.job,
         gpu=a.gpu_id,
@@ -90,6 +91,8 @@ def job_row(a, figures: JobFigures, held: tuple[str, ...], reserved: tuple[str, 
         cost_usd=a.cost_usd,
         cost_basis=cost_basis(a, held, reserved),
         price_kind=None if a.gpu_id in held else a.plan.price_kind,  # owned GPUs are not rented
+        # where the rent comes from, as plan's price_basis (trial s48 H1: one provider's rate, unsaid)
+        price_basis=None if a.gpu_id in held or a.plan.price_basis is None else a.plan.price_basis.value,
         cost_per_gpu_hour_usd=cost_per_gpu_hour(a),
         cost_usd_band=figures.owned_cost_band,
         validated=figures.validated,
@@ -168,10 +171,12 @@ def portfolio(
     emitted: dict[str, Path] | None = None,
     owned_basis: str | None = None,
     calibration=None,
+    prices: dict[str, HeldPrice] | None = None,
 ) -> None:
     """``emitted``: job name -> the job.json written for it (``trainplan portfolio --emit``);
     ``owned_basis``: ``owned_basis_words``, said under the totals (and in --json) where GPUs are held;
-    ``calibration``: the file the jobs were planned with (said first, and in --json)."""
+    ``calibration``: the file the jobs were planned with (said first, and in --json); ``prices``: each
+    rented or reserved type's price and its basis, said under the totals."""
     figures = [job_figures(a) for a in solution.assignments]
     reserved = tuple(r.gpu_id for r in solution.reserved)
     rows = [job_row(a, f, solution.held_types, reserved) for a, f in zip(solution.assignments, figures, strict=True)]
@@ -223,10 +228,19 @@ def portfolio(
         out.print(f"billed in all {money(solution.billed_usd)}: the jobs, owned GPUs idle and the reserved terms whole")
     if owned_basis:
         out.print(owned_basis, markup=False)
+    if prices:
+        out.print(held_rates_words(prices, bool(solution.reserved)), markup=False)
     for line in accuracy_lines(figures):
         out.print(line)
     for job, job_json in (emitted or {}).items():
         out.print(f"{job}: job written to {job_json.parent} (run it: trainplan run {job_json.parent})")
+
+
+def held_rates_words(prices: dict[str, HeldPrice], reserving: bool) -> str:
+    """'rent per GPU-hour: mi325x at $1.95/GPU-h (one provider's listed rate, not a median of offers)':
+    the rented (reserved) types' prices as plan says its own (trial s48 H1)."""
+    what = "rent or reserved rate" if reserving else "rent"
+    return f"{what} per GPU-hour: {'; '.join(p.words() for _, p in sorted(prices.items()))}"
 
 
 def model_words(solution) -> str:

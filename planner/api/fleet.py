@@ -4,13 +4,18 @@ holds the jobs' candidates)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from planner.api.explore import job_candidates
+from planner.api.held_prices import held_price_warnings, held_prices
 from planner.api.reserved import held_only_types, reserved_prices, scored_as_held
 from planner.catalog.hardware import Catalog, load_catalog
+from planner.catalog.held_price import HeldPrice
+from planner.catalog.prices import PriceBasis
 from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
 from planner.plan_calibration import PlanCalibration
 from planner.request import PlanRequest
-from planner.search.fleet import FleetSolution, size_fleet
+from planner.search.fleet import FleetSolution, Holding, size_fleet
 from planner.search.ownership import TcoAssumptions, economics_for
 
 __all__ = ["plan_fleet"]
@@ -41,4 +46,33 @@ def plan_fleet(
     jobs = [job_candidates(r, name, catalog, settings, calibration) for name, r in requests.items()]
     economics = economics_for(catalog, purchase_usd, settings_or_default, rent_usd_per_gpu_hour, wall_power_w)
     reserved = reserved_prices(requests, catalog, settings_or_default, rent_usd_per_gpu_hour, held_only=held_only)
-    return size_fleet(jobs, economics, horizon_days, tco, num_slots=num_slots, reserved=reserved, held_only=held_only)
+    solution = size_fleet(
+        jobs, economics, horizon_days, tco, num_slots=num_slots, reserved=reserved, held_only=held_only
+    )
+    return with_prices(solution, requests, catalog, rent_usd_per_gpu_hour or {})
+
+
+def with_prices(
+    solution: FleetSolution, requests: dict[str, PlanRequest], catalog: Catalog, given: dict[str, float]
+) -> FleetSolution:
+    """The answer with the price of each type it rents or reserves (and weighs buying against) and its
+    basis (``given``: a rate the caller set, the user's where it is not the jobs' own price), and the
+    warnings of those prices: the chosen (mixed) option's jobs on a price no median of offers backs
+    (trial s48 H1: 128 MI325X rented at TensorWave's one rate, unsaid), every type priced above its
+    on-demand median (M4)."""
+    options = [p for p in (solution.mixed, solution.rent_only, solution.buy_only) if p is not None]
+    shown = [b.gpu_id for b in solution.break_even]
+    shown += [] if solution.reserved is None else list(solution.reserved.usd_per_gpu_hour)
+    shown += [a.gpu_id for p in options for a in p.assignments if a.holding is not Holding.OWNED]
+    prices = held_prices(requests, catalog, [g for g in shown if g not in solution.held_only])
+    for gpu, usd in given.items():
+        gpu = catalog.gpu(gpu).id
+        if gpu in prices and usd != prices[gpu].usd_per_gpu_hour:
+            prices[gpu] = HeldPrice(gpu, usd, PriceBasis.USER, prices[gpu].kind)
+    held_jobs: dict[tuple[str, str], list[str]] = {}
+    for a in solution.mixed.assignments:
+        if a.holding is not Holding.OWNED:
+            verb = "reserves" if a.holding is Holding.RESERVED else "rents"
+            held_jobs.setdefault((a.gpu_id, verb), []).append(a.job)
+    warnings = held_price_warnings(requests, catalog, prices, held_jobs, "the mixed answer")
+    return replace(solution, prices=prices, warnings=warnings)

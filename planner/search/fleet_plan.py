@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
+from planner.catalog.held_price import HeldPrice
 from planner.plan_accuracy import summed_band
 from planner.search.ilp import ScoredTable
 from planner.search.ownership import GpuBreakEven
@@ -122,6 +123,10 @@ class FleetSolution:
     # types to buy that no offer of the jobs' price kind rents and no rate is given for: bought or
     # not held (``size_fleet``)
     held_only: frozenset[str] = frozenset()
+    # each type rented or reserved at a price, with where that price comes from (trial s48 H1: fleet
+    # never said its answer rested on one provider's rate), and what the answer warns of
+    prices: Mapping[str, HeldPrice] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
 
 
 def compacted(

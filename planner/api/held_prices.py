@@ -1,0 +1,57 @@
+"""What a many-job answer (fleet, portfolio) rents or reserves each GPU type at and where that price
+comes from, and what it warns of (trial s48 H1, M4): a job held on a price with no median of offers
+behind it (one provider's rate, an estimate), and each type priced above its on-demand median."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from planner.api.notices import dearer_warnings
+from planner.catalog.hardware import Catalog
+from planner.catalog.held_price import HeldPrice
+from planner.model.settings import DEFAULT_SETTINGS
+from planner.request import PlanRequest, priced_catalog
+
+__all__ = ["JOBS_FILE_QUOTE", "held_price_warnings", "held_prices"]
+
+# How a jobs file's user sets a price of their own (plan's is --price).
+JOBS_FILE_QUOTE = "[rent_usd_per_gpu_hour] in the jobs file sets your own quote"
+
+
+def held_prices(requests: Mapping[str, PlanRequest], catalog: Catalog, gpus: Iterable[str]) -> dict[str, HeldPrice]:
+    """Each of ``gpus`` at the price the jobs' searches rent it at (``priced_catalog``: the median of
+    the price kind's offers, or the request's own quote), from the first request that prices it; a
+    type without an offer of the kind and no quote is left out (it is held or not at all)."""
+    out: dict[str, HeldPrice] = {}
+    wanted = list(dict.fromkeys(catalog.gpu(g).id for g in gpus))
+    for request in requests.values():
+        # no pinned GPUs: a type the kind cannot price is left out here, not refused
+        priced = priced_catalog(catalog, request.price_kind, [], dict(request.price_overrides), DEFAULT_SETTINGS)
+        for gpu in wanted:
+            spec = priced.gpus.get(gpu)
+            if spec is not None and spec.price_per_gpu_hour_usd is not None and gpu not in out:
+                out[gpu] = HeldPrice(gpu, spec.price_per_gpu_hour_usd, spec.price_basis, request.price_kind)
+    return out
+
+
+def held_price_warnings(
+    requests: Mapping[str, PlanRequest],
+    catalog: Catalog,
+    prices: Mapping[str, HeldPrice],
+    held_jobs: Mapping[tuple[str, str], list[str]],
+    answer: str,
+) -> tuple[str, ...]:
+    """The warnings of the prices an answer shows (``catalog``: before any price kind priced it):
+    each type priced above its on-demand median (``dearer_warnings``, once per type), and each type
+    ``held_jobs`` ((GPU, 'rents' or 'reserves') -> the jobs) holds jobs on at a price with no median of
+    offers behind it, whose cost then rests on that one figure. A jobs file's jobs share one price
+    kind and one set of quotes, so the first request speaks for them."""
+    if not requests or not prices:
+        return ()
+    dearer = dearer_warnings(next(iter(requests.values())), catalog, list(prices), JOBS_FILE_QUOTE)
+    estimated = tuple(
+        f"{answer} {verb} {prices[gpu].words()} for {', '.join(jobs)}: its cost rests on that price; {JOBS_FILE_QUOTE}"
+        for (gpu, verb), jobs in held_jobs.items()
+        if gpu in prices and prices[gpu].basis.estimated
+    )
+    return dearer + estimated

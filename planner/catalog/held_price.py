@@ -1,0 +1,31 @@
+"""A price said with where it comes from, in one place: plan's cost line, and the rates a many-job
+answer (fleet, portfolio) rents or reserves each GPU type at, with their warnings (trial s48 H1:
+fleet priced a whole answer on one provider's rate and never said so, where plan did)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from planner.catalog.prices import PriceBasis
+
+
+def rate_words(usd_per_gpu_hour: float, basis: PriceBasis | str | None, kind: str | None = None) -> str:
+    """'$1.95/GPU-h (one provider's listed rate, not a median of offers)'; ``kind``: the price kind a
+    user's price was given under (``PriceBasis.words_under``); ``basis`` None: a plan file from
+    before the basis was kept."""
+    said = "" if basis is None else f" ({PriceBasis(basis).words_under(kind)})"
+    return f"${usd_per_gpu_hour:,.2f}/GPU-h{said}"
+
+
+@dataclass(frozen=True)
+class HeldPrice:
+    """The hourly price a many-job answer rents (or reserves) one GPU type at, and its basis."""
+
+    gpu: str
+    usd_per_gpu_hour: float
+    basis: PriceBasis
+    kind: str | None = None  # the price kind it is priced under (None: the catalog's default prices)
+
+    def words(self) -> str:
+        """'mi325x at $1.95/GPU-h (one provider's listed rate, not a median of offers)'."""
+        return f"{self.gpu} at {rate_words(self.usd_per_gpu_hour, self.basis, self.kind)}"
