@@ -8,7 +8,7 @@ from pathlib import Path
 from rich.markup import escape
 from rich.table import Table
 
-from planner.api.notices import tie_rule
+from planner.api.notices import judged_cost_usd, judged_hours, tie_rule
 from planner.catalog.prices import PriceBasis
 from planner.fmt import duration_band, duration_h, money
 from planner.plan import Estimate
@@ -146,21 +146,29 @@ def plan_json(result, calibration) -> dict:
 def limits_line(result, request) -> str | None:
     """'limits judged at p80 (never under the model's own figure): budget $2.30M (this plan $2.30M;
     its own figure $1.84M), deadline 10.0 days (9.5 days; 8.1 days)' where the request has either
-    (trial s30: the budget was compared with the p80 cost, which only an infeasible answer said;
-    buyer trial s45: at p50 the own figure, the higher, is what the budget judged: limit_figure)."""
-    e, risk = result.plan.estimate, result.risk.value
+    (trial s30: the budget was compared with the p80 cost, which only an infeasible answer said).
+    "this plan" is the figure the limit judged (judged_cost_usd / judged_hours: limit_figure, the
+    search's rule); where the quantile's is under the own figure, it says so (buyer trial s48 M1: at
+    p50 the line printed the median, $161,607, as judged, where the budget judged $165,569)."""
+    e, risk = result.plan.estimate, result.risk
     parts = []
     if request.budget_usd is not None:
-        parts.append(
-            f"budget {money(request.budget_usd)} (this plan {money(e.cost_usd_at(risk))}; its own figure"
-            f" {money(e.cost_usd)})"
-        )
+        judged = judged_figure(judged_cost_usd(result.plan, risk), e.cost_usd_at(risk.value), e.cost_usd, risk, money)
+        parts.append(f"budget {money(request.budget_usd)} ({judged})")
     if request.deadline_days is not None:
-        parts.append(
-            f"deadline {request.deadline_days:,.1f} days (this plan {duration_h(e.time_h_at(risk))}; its own figure"
-            f" {duration_h(e.time_to_train_h)})"
+        judged = judged_figure(
+            judged_hours(result.plan, risk), e.time_h_at(risk.value), e.time_to_train_h, risk, duration_h
         )
-    return f"limits judged at {risk} (never under the model's own figure): " + ", ".join(parts) if parts else None
+        parts.append(f"deadline {request.deadline_days:,.1f} days ({judged})")
+    return f"limits judged at {risk.value} (never under the model's own figure): " + ", ".join(parts) if parts else None
+
+
+def judged_figure(judged, at_risk, own, risk, words) -> str:
+    """'this plan $2.30M; its own figure $1.84M', or where the own figure is the one judged (the
+    quantile's is under it) 'this plan $165,569, its own figure; p50 $161,607'."""
+    if at_risk is not None and own is not None and at_risk < own:
+        return f"this plan {words(judged)}, its own figure; {risk.value} {words(at_risk)}"
+    return f"this plan {words(judged)}; its own figure {words(own)}"
 
 
 def beside_lines(result) -> list[str]:

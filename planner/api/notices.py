@@ -6,6 +6,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 from planner.accuracy import Risk
 from planner.accuracy.regime import zero3_shards_across_nodes
 from planner.api.batch_notices import batch_beyond_published_warnings, batch_off_warnings
@@ -37,6 +39,7 @@ from planner.request import (
     solve_request,
 )
 from planner.search.ilp import NEAR_TIE_FRACTION, Objective, ScoredTable
+from planner.search.table import limit_figure
 from planner.stack_rules import a2a_layout_problem
 from planner.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 
@@ -59,11 +62,25 @@ def judged_at_risk(answer: InfeasiblePlan, risk: Risk) -> InfeasiblePlan:
 
 
 def judged_hours(chosen: Plan, risk: Risk | None = None) -> float | None:
-    """The plan's time to train as the search judged it: at ``risk`` where its band gives one
-    (trial s42: 328 days by the model's figure, 416 at p80, and no word of a year), else the
-    model's own figure."""
-    at_risk = None if risk is None else chosen.estimate.time_h_at(risk.value)
-    return chosen.estimate.time_to_train_h if at_risk is None else at_risk
+    """The plan's time to train as the search judged it (``limit_figure``): at ``risk`` where its
+    band gives one, never under the model's own figure (trial s42: 328 days by the model's figure,
+    416 at p80, and no word of a year; buyer trial s48 M1: at p50 it said 396.8 days, the median,
+    where the search judged the headline's 420.0), else the model's own figure."""
+    e = chosen.estimate
+    return _judged(None if risk is None else e.time_h_at(risk.value), e.time_to_train_h)
+
+
+def judged_cost_usd(chosen: Plan, risk: Risk | None = None) -> float | None:
+    """The plan's cost as a budget judged it: ``judged_hours``'s rule for its cost."""
+    e = chosen.estimate
+    return _judged(None if risk is None else e.cost_usd_at(risk.value), e.cost_usd)
+
+
+def _judged(at_risk: float | None, own: float | None) -> float | None:
+    """``limit_figure`` of one plan's figure at a risk and its own; either where the other is absent."""
+    if at_risk is None or own is None:
+        return own if at_risk is None else at_risk
+    return float(limit_figure(np.array(at_risk), np.array(own)))
 
 
 def trains_too_long(chosen: Plan, risk: Risk | None = None) -> bool:
