@@ -82,6 +82,19 @@ class MemoryBand(BaseModel):
     own_ratio: tuple[float, float] | None = None
 
 
+class FewRowsEnd(BaseModel):
+    """The pessimistic risk quantiles (p80, p90) that are all the farthest of one regime's few
+    measured rows (fewer than planner/accuracy/bands.py MIN_ROWS: ``Evidence.few_rows_setting``),
+    not a quantile of a spread of rows, so they coincide (buyer trial s48 M2: p80 = p90, +133 %,
+    set by two of three rows; planner/accuracy/words.py ``few_rows_end``)."""
+
+    model_config = FROZEN
+    risks: tuple[str, ...]  # "p80", "p90": the ones so set, two or more
+    regime: str  # the regime of those rows, in words (the plan's own or a neighbour's)
+    regime_parts: RegimeWords  # the same, for interfaces in other languages
+    errors: tuple[float, ...]  # each row's error (predicted / measured - 1), ascending
+
+
 class Uncertainty(BaseModel):
     """How far the truth may lie from the figures (planner/accuracy): each pair is the 80 % band
     (``coverage``), read from the held-out errors of the validation rows nearest the estimate's
@@ -143,6 +156,7 @@ class Uncertainty(BaseModel):
     measured_job: MeasuredJobUse | None = None
     # The band of the reserved memory peak (trial s38: plans at 94-99 % of a GPU had none).
     memory: MemoryBand | None = None
+    few_rows_end: FewRowsEnd | None = None  # p80 / p90 set by a regime's few rows (None: by a spread)
 
     @property
     def standing(self) -> Standing:

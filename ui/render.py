@@ -27,6 +27,7 @@ from ui.render_lines import (
     batch_note,
     ceiling_line,
     ceiling_passed_line,
+    few_rows_line,
     goodput_line,
     host_note,
     loss_note,
@@ -211,6 +212,8 @@ def summary_lines(p: Plan) -> list[str]:
         lines.append(would + median)
     if (at_risk := risk_figures_line(e)) is not None:
         lines.append(would + at_risk)
+    if (few := few_rows_line(e)) is not None:
+        lines.append(escape(few))
     if u is not None:
         lines.append(escape(f"accuracy: {u.envelope}"))
         if u.point_outside is not None:

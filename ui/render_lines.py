@@ -82,6 +82,19 @@ def risk_figures_line(e: Estimate) -> str | None:
     return None if not parts else "; ".join(parts) + " (the figures plan --risk p80 / p90 judges by)"
 
 
+def few_rows_line(e: Estimate) -> str | None:
+    """'p80 and p90 both read the farthest of the 3 measured rows of megatron-core on Hopper, ...
+    (+8%, +130%, +133%): too few rows to tell one quantile from another' where a regime's few rows,
+    not a spread, set them (buyer trial s48 M2: p80 and p90 both 17.1 days, unexplained); None else."""
+    u = e.uncertainty
+    end = None if u is None else u.few_rows_end
+    if end is None:
+        return None
+    errors = ", ".join(f"{x:+.0%}" for x in end.errors)
+    rows = f"the {counted(len(end.errors), 'measured row')} of {end.regime} ({errors})"
+    return f"{' and '.join(end.risks)} both read the farthest of {rows}: too few rows to tell one quantile from another"
+
+
 def point_outside_line(side: str) -> str:
     """Why a figure stands outside its own band: the evidence leans one way."""
     return (

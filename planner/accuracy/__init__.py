@@ -41,13 +41,14 @@ from planner.accuracy.regime import (
     zero3_shards_across_nodes,
 )
 from planner.accuracy.residuals import source_name
+from planner.accuracy.words import feature_names, few_rows_end, regime_words
 from planner.catalog.hardware import GPUSpec, load_catalog
 from planner.layout import Implementation, Layout, Precision, Sharding, TrainingConfig
 from planner.model.candidates import IMPL_HF, PREC_FP8, SHARD_FSDP, Candidates
 from planner.model.rowwise import once_per_table
 from planner.model.settings import DEFAULT_SETTINGS
 from planner.plan import Estimate
-from planner.plan_accuracy import EfficiencyCeiling, MeasuredJobUse, MemoryBand, RegimeWords, Uncertainty
+from planner.plan_accuracy import EfficiencyCeiling, MeasuredJobUse, MemoryBand, Uncertainty
 from planner.units import GIB
 
 
@@ -369,11 +370,6 @@ def reached(query: Regime, measured: Regime, pooled: bool = False) -> str:
     return measured.describe() + (f" (differs: {', '.join(diff)})" if diff else "")
 
 
-def feature_names(bits: int) -> tuple[str, ...]:
-    """The ``Feature`` names of a regime's bits, lower case (the app's ``feature_*`` labels)."""
-    return tuple(str(f.name).lower() for f in Feature if bits & f)
-
-
 def measured_job_words(job: MeasuredJobUse) -> str:
     """'; calibrated on your job j124 (...), 2026-12-05: this shape's figures are its measurement
     (the band above is the published rows', which do not know it)' or '; corrections of your job
@@ -385,16 +381,6 @@ def measured_job_words(job: MeasuredJobUse) -> str:
     return (
         f"; corrections of {said} extrapolated to this shape"
         f" (compute x{job.compute_time_factor:.3g}, memory x{job.memory_factor:.3g})"
-    )
-
-
-def regime_words(regime: Regime) -> RegimeWords:
-    """A regime as the plan records it (its words are the interfaces')."""
-    return RegimeWords(
-        stack=regime.stack,
-        generation=regime.generation,
-        features=feature_names(regime.features),
-        kernel=regime.kernel,
     )
 
 
@@ -439,6 +425,7 @@ def uncertainty(
         + ("" if job is None else measured_job_words(job)),
         measured_job=job,
         memory=_memory_band(estimate, regime),
+        few_rows_end=few_rows_end(ev, {r.value: r.quantile for r in Risk}),
         circular=circular,
         exact_sources=ev.exact_sources,
         point_outside=outside,
