@@ -56,6 +56,19 @@ MESSAGE_LABELS: dict[str, tuple[str, str]] = {
         "最快的方案需要 {need}，期限为 {have}（GPU 上限：{limit}）；在此全局批大小下，规划器检查过的更大 GPU 数量"
         "也都无法满足。解决办法：将期限放宽到 {fix}。",
     ),
+    # buyer trial s48 L1: the fix named a deadline past what the inputs take (a century)
+    "why_deadline_past_limit": (
+        "The fastest plan needs {need}, the deadline is {have} (GPU limit: {limit}); no deadline up to the limit of"
+        " {max} fits. Fix: train fewer tokens.",
+        "最快的方案需要 {need}，期限为 {have}（GPU 上限：{limit}）；在 {max} 的上限内没有能满足的期限。"
+        "解决办法：减少训练 token 数。",
+    ),
+    "why_budget_past_limit": (
+        "The cheapest plan costs {need} at {risk}, the quantile plans are judged at, the budget is {have} (GPU limit:"
+        " {limit}); no budget up to the limit of {max} fits. Fix: train fewer tokens.",
+        "最便宜的方案按 {risk}（方案评判所用的分位数）计需要 {need}，预算为 {have}（GPU 上限：{limit}）；"
+        "在 {max} 的上限内没有能满足的预算。解决办法：减少训练 token 数。",
+    ),
     "why_deadline_batch": (
         "Or a larger global batch, at least {batch:,} tokens per step (a sequence for each data-parallel rank),"
         " lets the GPUs meet it in {time} at {risk} (it changes the training).",

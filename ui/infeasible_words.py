@@ -15,8 +15,9 @@ import re
 from planner.api import PlanRequest
 from planner.api.explore import WhyNot
 from planner.fmt import budget_amounts
+from planner.limits import MAX_BUDGET_USD, MAX_DAYS
 from planner.plan import Plan
-from planner.search.diagnosis import NEAR_CHEAPEST_WORDS
+from planner.search.diagnosis import NEAR_CHEAPEST_WORDS, deadline_takes
 from planner.search.ties import NEAR_TIE_FRACTION
 from planner.stack_rules import sequence_split_stacks
 from planner.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
@@ -87,6 +88,11 @@ def _constraint_body(tr: Labels, infeasible: Infeasible, request: PlanRequest) -
             values.update(deadline=duration(tr, _hours(deadline)))
     if c == "shared_inventory" and have is None:  # the GPU-time fits; the jobs do not pack
         key = "why_shared_pack"
+    # no deadline or budget the inputs take fits (buyer trial s48 L1: "allow 1,368,891 days")
+    if (c == "deadline" and not deadline_takes(need or 0.0)) or (c == "budget" and (need or 0.0) > MAX_BUDGET_USD):
+        key = f"why_{c}_past_limit"
+        limit_words = duration(tr, MAX_DAYS * SECONDS_PER_DAY / SECONDS_PER_HOUR) if c == "deadline" else None
+        values.update(max=limit_words or money(MAX_BUDGET_USD))
     if key is None:
         return plain(f"{infeasible.detail}; {infeasible.fix}")
     batch = (

@@ -14,8 +14,10 @@ from typing import Protocol
 import numpy as np
 
 from planner.errors import ROW_CONSTRAINTS, Constraint, InfeasiblePlan, NamedPlan
-from planner.fmt import budget_amounts, duration_words
+from planner.fmt import budget_amounts, duration_words, money
+from planner.limits import MAX_BUDGET_USD, MAX_DAYS
 from planner.search.ties import NEAR_TIE_FRACTION, fastest_near_cheapest
+from planner.units import SECONDS_PER_DAY
 
 __all__ = ["RowChecks", "Unplanned", "binding_per_type", "diagnose"]
 
@@ -244,7 +246,7 @@ def _explain_deadline(table: TableColumns, checks: RowChecks, passing: np.ndarra
     T = checks.time_s
     fastest = float(T[passing].min())
     assert checks.deadline_s is not None
-    fix = f"allow {duration_words(fastest, round_up=True)}"
+    fix = allow_deadline_words(fastest)
     more_gpus_help, batch_tokens, batch_seconds = None, None, None
     bigger = checks.gpu_type & checks.memory & checks.divisibility & checks.batch & ~checks.inventory & checks.deadline
     if bigger.any():  # more GPUs than the inventory has would meet the deadline
@@ -312,13 +314,13 @@ def _explain_budget(table: TableColumns, checks: RowChecks, passing: np.ndarray)
     near = "" if C[row] == cheapest else f": {NEAR_CHEAPEST_WORDS}"
     which = f" ({table.num_gpus[row]} x {table.gpu_id[row]}, {duration_words(float(T[row]))}{near})"
     scope = f"the cheapest plan that meets the deadline{which}" if checks.deadline_s else f"the cheapest plan{which}"
-    fix, fastest = f"raise the budget to {raise_to}", None
+    fix, fastest = f"raise the budget to {raise_to}" if cheapest <= MAX_BUDGET_USD else PAST_BUDGET_LIMIT_WORDS, None
     if checks.deadline_s is not None:
         within_budget = (
             checks.gpu_type & checks.memory & checks.divisibility & checks.batch & checks.inventory & checks.budget
         )
-        if within_budget.any():
-            fastest = float(T[within_budget].min())
+        if within_budget.any() and deadline_takes(slowest := float(T[within_budget].min())):
+            fastest = slowest
             fix += f" or extend the deadline to {duration_words(fastest, round_up=True)}"
     return InfeasiblePlan(
         Constraint.BUDGET,
@@ -329,6 +331,26 @@ def _explain_budget(table: TableColumns, checks: RowChecks, passing: np.ndarray)
         named=NamedPlan(str(table.gpu_id[row]), int(table.num_gpus[row]), float(T[row])),
         within_budget_seconds=fastest,
         deadline_seconds=checks.deadline_s,
+    )
+
+
+# A fix past what the inputs take (planner/limits.py) names none (buyer trial s48 L1: "allow
+# 1,368,891 days", which --deadline-days refuses past a century): the request itself is too big.
+PAST_DEADLINE_LIMIT_WORDS = f"no deadline up to the {MAX_DAYS:,}-day limit (a century) fits: train fewer tokens"
+PAST_BUDGET_LIMIT_WORDS = f"no budget up to the {money(MAX_BUDGET_USD)} limit fits: train fewer tokens"
+
+
+def deadline_takes(seconds: float) -> bool:
+    """Whether a deadline of ``seconds`` is one --deadline-days and the jobs files take (MAX_DAYS)."""
+    return seconds <= MAX_DAYS * SECONDS_PER_DAY
+
+
+def allow_deadline_words(required_s: float) -> str:
+    """'allow 27.7 days' (rounded up), or that no deadline the inputs take fits."""
+    return (
+        f"allow {duration_words(required_s, round_up=True)}"
+        if deadline_takes(required_s)
+        else PAST_DEADLINE_LIMIT_WORDS
     )
 
 

@@ -16,7 +16,7 @@ import pulp
 
 from planner.errors import Constraint, InfeasiblePlan, PortfolioSearchStopped
 from planner.fmt import counted, duration_words
-from planner.search.diagnosis import diagnose
+from planner.search.diagnosis import allow_deadline_words, deadline_takes, diagnose
 from planner.search.ilp import ScoredTable, check_rows, nearest_batch, pareto_mask
 from planner.search.solver import make_solver, run_solver
 from planner.search.ties import tie_order
@@ -177,9 +177,11 @@ def _in_days_fields(required_s: float, detail: str, fix: str, keys: list[str]) -
     places: the least number of days that does (``days_field``; trial s27: "allow 79 minutes" for a
     field written in days; trial s33: "needs 5.9 days ... allow 6 days (deadline_days = 5.871)", one
     figure three ways, the least below the "needs")."""
+    if not deadline_takes(required_s):  # no field takes it (the fix says so: allow_deadline_words)
+        return detail, fix
     days = days_field(required_s)
     detail = detail.replace(duration_words(required_s), f"{days} days", 1)
-    allow = f"allow {duration_words(required_s, round_up=True)}"
+    allow = allow_deadline_words(required_s)
     field = f"set {' and '.join(keys)} to {days} or more"
     return detail, fix.replace(allow, field, 1) if allow in fix else f"{fix}; {field}"
 
