@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from planner.catalog.hardware import Catalog
-from planner.errors import Constraint, InfeasiblePlan
+from planner.errors import Constraint, InfeasiblePlan, NamedPlan
 from planner.fmt import duration_words, money
 from planner.layout import ActivationCheckpointing
 from planner.model.settings import ModelingSettings
@@ -203,10 +203,12 @@ def deadline_fix(
     catalog: Catalog,
     searched: dict[str, int],
     settings: ModelingSettings,
+    joined: str = " or ",
 ) -> InfeasiblePlan:
     """``error`` (a deadline-bound answer on an inventory: its rows stop at the GPUs on hand) with
-    the smallest checked count above the inventory that meets the deadline added to its fix, or
-    word that none up to PROBE_MAX_GPUS does; unchanged for other constraints."""
+    the smallest checked count above the inventory that meets the deadline added to its fix after
+    ``joined`` (typed in ``more_gpus``), or word that none up to PROBE_MAX_GPUS does; unchanged for
+    other constraints. plan's answer and each job's of a portfolio (planner/api/portfolio_answer.py)."""
     deadline_s = error.available
     if error.constraint is not Constraint.DEADLINE or deadline_s is None:
         return error
@@ -223,11 +225,12 @@ def deadline_fix(
             more += LARGER_BATCH_WORDS
     else:
         more = (
-            f" or {best.num_gpus} {best.gpu} GPUs, more than the inventory has "
+            f"{joined}{best.num_gpus} {best.gpu} GPUs, more than the inventory has "
             f"({best.layout} finishes in {duration_words(best.time_to_train_s)}"
             f"{best.batch_words(requested_batch_tokens(request))})"
         ) + over_budget_words(best, request)
-    return error.but(fix=error.fix + more, more_gpus_help=best is not None)
+    count = None if best is None else NamedPlan(best.gpu, best.num_gpus, best.time_to_train_s)
+    return error.but(fix=error.fix + more, more_gpus_help=best is not None, more_gpus=count)
 
 
 def over_budget_words(best: FittingCount, request: PlanRequest) -> str:

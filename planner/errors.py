@@ -122,6 +122,7 @@ class InfeasiblePlan(Exception):
         job: str | None = None,
         within_budget_seconds: float | None = None,
         deadline_seconds: float | None = None,
+        more_gpus: NamedPlan | None = None,
     ) -> None:
         super().__init__(f"{constraint.value}: {detail}; {fix}")
         self.constraint = constraint
@@ -146,6 +147,9 @@ class InfeasiblePlan(Exception):
         # A budget answer: the deadline its cheapest plan meets (seconds; None: none), the job's own
         # in a portfolio (review s35: the app named the sidebar's)
         self.deadline_seconds = deadline_seconds
+        # A deadline answer on an inventory: the smallest count past it that meets the deadline, and
+        # its time (planner/count_probe.py deadline_fix; trial s48 M7: only plan's prose named it)
+        self.more_gpus = more_gpus
 
     def but(
         self,
@@ -156,9 +160,10 @@ class InfeasiblePlan(Exception):
         batch_tokens: int | None = None,
         batch_seconds: float | None = None,
         job: str | None = None,
+        more_gpus: NamedPlan | None = None,
     ) -> InfeasiblePlan:
-        """This answer with another fix or detail (or whether more GPUs help, the batch its fix
-        names, the job it is of), the rest kept."""
+        """This answer with another fix or detail (or whether more GPUs help and how many, the batch
+        its fix names, the job it is of), the rest kept."""
         return InfeasiblePlan(
             self.constraint,
             detail or self.detail,
@@ -173,6 +178,7 @@ class InfeasiblePlan(Exception):
             job=job or self.job,
             within_budget_seconds=self.within_budget_seconds,
             deadline_seconds=self.deadline_seconds,
+            more_gpus=more_gpus or self.more_gpus,
         )
 
     def __reduce__(self):  # keep the fields across pickling (process pools, caches)
@@ -190,6 +196,7 @@ class InfeasiblePlan(Exception):
                 "job": self.job,
                 "within_budget_seconds": self.within_budget_seconds,
                 "deadline_seconds": self.deadline_seconds,
+                "more_gpus": self.more_gpus,
             },
         )
 

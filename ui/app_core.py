@@ -66,6 +66,7 @@ class Infeasible:
     job: str | None = None  # InfeasiblePlan's: the one job of several it is the answer of
     within_budget_seconds: float | None = None  # InfeasiblePlan's: the time the budget meets (under a deadline)
     deadline_seconds: float | None = None  # InfeasiblePlan's: the deadline a budget answer's cheapest plan meets
+    more_gpus: NamedPlan | None = None  # InfeasiblePlan's: the fewest GPUs past the inventory that meet the deadline
 
     @classmethod
     def of(cls, exc: InfeasiblePlan) -> Infeasible:
@@ -83,6 +84,7 @@ class Infeasible:
             exc.job,
             exc.within_budget_seconds,
             exc.deadline_seconds,
+            exc.more_gpus,
         )
 
 

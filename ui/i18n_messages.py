@@ -69,6 +69,13 @@ MESSAGE_LABELS: dict[str, tuple[str, str]] = {
         "最便宜的方案按 {risk}（方案评判所用的分位数）计需要 {need}，预算为 {have}（GPU 上限：{limit}）；"
         "在 {max} 的上限内没有能满足的预算。解决办法：减少训练 token 数。",
     ),
+    # planner/count_probe.py deadline_fix: the fewest GPUs past the limit that meet the deadline (trial s48 M7)
+    "why_deadline_more_gpus": (
+        "The fastest plan needs {need}, the deadline is {have} (GPU limit: {limit}). Fix: allow {fix}, or "
+        "{gpus:,} × {gpu}, more than the limit allows, which finish in {time} at {risk}.",
+        "最快的方案需要 {need}，期限为 {have}（GPU 上限：{limit}）。解决办法：将期限放宽到 {fix}，或使用超出上限的 "
+        "{gpus:,} × {gpu}，按 {risk} 计 {time} 完成。",
+    ),
     "why_deadline_batch": (
         "Or a larger global batch, at least {batch:,} tokens per step (a sequence for each data-parallel rank),"
         " lets the GPUs meet it in {time} at {risk} (it changes the training).",

@@ -79,6 +79,11 @@ def _constraint_body(tr: Labels, infeasible: Infeasible, request: PlanRequest) -
         key = f"why_{c}_no_gpus"
     elif c == "deadline" and infeasible.batch_tokens is not None:  # trial s33 (app): "or raise the GPU limit"
         key = "why_deadline_batch_caps"
+    elif c == "deadline" and (more := infeasible.more_gpus) is not None:  # trial s48 M7: which count
+        key = "why_deadline_more_gpus"
+        values.update(
+            gpus=more.num_gpus, gpu=more.gpu, time=duration(tr, _hours(more.seconds)), risk=request.risk.value
+        )
     if c == "budget" and (named := infeasible.named) is not None:  # trial s28d: which plan, and how long
         # the deadline the answer judged by: a portfolio job's own, not the sidebar's (review s35)
         deadline = infeasible.deadline_seconds

@@ -305,7 +305,7 @@ def estimate(p: Plan, *, as_json: bool, saved_to: Path | None, calibration=None,
 # one shape either way (trial s26: plan --json had different top-level keys when infeasible).
 INFEASIBLE_KEYS = (
     "reason", "constraint", "detail", "fix", "required", "available", "unit", "more_gpus_help", "batch_tokens",
-    "batch_seconds", "named_plan", "within_budget_seconds", "deadline_seconds", "job", "jobs",
+    "batch_seconds", "named_plan", "within_budget_seconds", "deadline_seconds", "more_gpus_plan", "job", "jobs",
 )  # fmt: skip
 
 
@@ -334,6 +334,9 @@ def infeasible_json(exc) -> dict:
         # a budget answer: the deadline its cheapest plan meets, and the time the budget meets (review s35)
         "within_budget_seconds": exc.within_budget_seconds,
         "deadline_seconds": exc.deadline_seconds,
+        # a deadline answer: the fewest GPUs past the inventory that meet it, {gpu, num_gpus, seconds}
+        # (trial s48 M7: only the fix's prose named the count)
+        "more_gpus_plan": None if exc.more_gpus is None else dataclasses.asdict(exc.more_gpus),
         "job": exc.job,  # the one job of several the answer is of
         "jobs": [{"job": name, **infeasible_json(job)} for name, job in exc.jobs],
     }

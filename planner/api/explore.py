@@ -14,6 +14,7 @@ from planner.accuracy import DEFAULT_RISK, Risk
 from planner.api import PlanResult, plan_from_row, rate_gpus, request_catalog, search
 from planner.api.chart_points import best_per_count, pareto_front
 from planner.api.notices import fixed_cost_warnings, long_job_warnings
+from planner.api.portfolio_answer import portfolio_answer
 from planner.api.reserved import held_only_types, reserved_prices, scored_as_held
 from planner.catalog.hardware import Catalog, load_catalog
 from planner.catalog.prices import TermBilling, rebilled
@@ -398,16 +399,13 @@ def plan_portfolio(
         replace(_job_candidates(search, name, labelled=False), horizon_s=horizon) for name, search in searches.items()
     ]
     rates = owned_rates(catalog, held, tco, settings_or_default, purchase_usd, wall_power_w)
-    solution: PortfolioSolution = solve_portfolio(
-        jobs,
-        inventory,
-        objective,
-        rates=rates,
-        horizon_s=horizon,
-        num_slots=num_slots,
-        rented=rented,
-        reserved=reserved,
-    )
+    try:
+        solution: PortfolioSolution = solve_portfolio(
+            jobs, inventory, objective, rates=rates, horizon_s=horizon, num_slots=num_slots, rented=rented,
+            reserved=reserved,
+        )  # fmt: skip
+    except InfeasiblePlan as answer:  # plan's count past the inventory and risk clause (trial s48 M7, L3)
+        raise portfolio_answer(answer, searches, settings) from None
     assignments = tuple(
         PortfolioJob(
             job=a.job,

@@ -172,16 +172,22 @@ def test_infeasible_request_shows_the_binding_constraint_and_the_fix():
     assert not at.metric
     (warning,) = at.warning
     exc = expected.value
+    more = exc.more_gpus  # the probe's count past the inventory, typed (trial s48 M7)
+    assert more is not None and more.gpu == "a100-80gb-sxm" and more.num_gpus > 2
     assert warning.value == EN(
         "infeasible",
         constraint=EN.option("deadline"),
         body=EN(
-            "why_deadline",
+            "why_deadline_more_gpus",
             need=EN("hours_value", value=exc.required / 3600),
             have=EN("hours_value", value=0.24),
             limit=f"{EN('gpu_inventory')}: a100-80gb-sxm ≤ 2",
             # whole units rounded up, as the planner's own fix (trial s28d: 19.5 days beside its 20)
             fix=EN("hours_up", value=math.ceil(exc.required / 3600 - 1e-9)),
+            gpus=more.num_gpus,
+            gpu=more.gpu,
+            time=EN("hours_value", value=more.seconds / 3600),
+            risk="p80",
         ),
     )
     # the planner's own words too, its request fields named as the sidebar names them
