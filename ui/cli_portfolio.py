@@ -16,11 +16,13 @@ from planner.catalog.hardware import Catalog
 from planner.errors import InfeasiblePlan
 from planner.limits import MAX_PURCHASE_USD
 from planner.model.stacks import Stack
+from planner.request import PlanRequest
 from ui import render, render_fleet, render_portfolio
 from ui.calibration import applied_calibration, choose_calibration
 from ui.cli_options import CALIBRATION_HELP, JSON, K8S_IMAGE, K8S_PVC, NO_CALIBRATION, k8s_names
 from ui.inputs import check_range
 from ui.portfolio_file import job_keys_help
+from ui.render_lines import jobs_figures_lines, jobs_run_losses_json
 
 # What fleet reads no budget from: it sizes what to own, and a budget bounds a job's rent on an
 # inventory (portfolio's). The help says so where it lists the keys (practitioner s47: the help
@@ -35,6 +37,18 @@ def calibrated_catalog(applied) -> Catalog:
     from planner.catalog.hardware import load_catalog
 
     return load_catalog() if applied is None else applied.catalog
+
+
+def no_answer(
+    exc: InfeasiblePlan, requests: dict[str, PlanRequest], *, as_json: bool, calibration, answer_keys: tuple[str, ...]
+) -> None:
+    """portfolio's or fleet's infeasible answer with the jobs file's run-loss figures its days rest on,
+    in words where it set any and in --json's "run_losses" (trial s48: plan's answer carried them, these not)."""
+    losses = {name: request.run_losses for name, request in requests.items()}
+    known = {"run_losses": jobs_run_losses_json(losses)}
+    render.infeasible(exc, as_json=as_json, calibration=calibration, answer_keys=answer_keys, known=known)
+    for line in () if as_json else jobs_figures_lines(losses):
+        render.out.print(line, markup=False)
 
 
 def portfolio(
@@ -108,7 +122,7 @@ def portfolio(
     except InfeasiblePlan as exc:
         for line in past_horizon(spec):
             render.warn(line)
-        render.infeasible(exc, as_json=as_json, calibration=chosen, answer_keys=render_portfolio.PORTFOLIO_KEYS)
+        no_answer(exc, requests, as_json=as_json, calibration=chosen, answer_keys=render_portfolio.PORTFOLIO_KEYS)
         return
     emitted = None
     if emit_dir is not None:
@@ -204,7 +218,7 @@ def fleet(
                 options["num_slots"] = max(spec.num_slots, 2)
             solution = plan_fleet(requests, prices, spec.horizon_days, **options)
     except InfeasiblePlan as exc:
-        render.infeasible(exc, as_json=as_json, calibration=chosen, answer_keys=render_fleet.FLEET_KEYS)
+        no_answer(exc, requests, as_json=as_json, calibration=chosen, answer_keys=render_fleet.FLEET_KEYS)
         return
     risks = {name: request.risk.value for name, request in requests.items()}
     render_fleet.fleet(

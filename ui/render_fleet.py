@@ -21,7 +21,7 @@ from ui.render import (
     warn,
     whole_words,
 )
-from ui.render_lines import figures_words
+from ui.render_lines import figures_words, jobs_run_losses_json
 
 
 def fleet_assignment(
@@ -211,6 +211,7 @@ FLEET_KEYS = (
     "owned_vs_reserved",
     "held_only",
     "warnings",
+    "run_losses",
 )
 
 
@@ -343,6 +344,7 @@ def fleet_json(
         # the reserved terms are billed (reserved_term), no longer warned of (session 44); the prices'
         # warnings (trial s48: a rent no median of offers backs, a kind above on-demand)
         "warnings": list(solution.warnings),
+        "run_losses": jobs_run_losses_json(losses or {}),  # each job's, as portfolio's (trial s48)
     }
 
 

@@ -241,6 +241,12 @@ def jobs_figures_lines(losses: dict[str, RunLossInputs]) -> list[str]:
     return [f"{job}'s days {w}" for job, w in words.items() if w]
 
 
+def jobs_run_losses_json(losses: dict[str, RunLossInputs]) -> dict:
+    """portfolio's and fleet's --json "run_losses": job -> its run-loss figures, as plan's (null: the
+    default), found or not (trial s48: an infeasible answer's days rest on them, and said none)."""
+    return {job: given.model_dump(mode="json") for job, given in losses.items()}
+
+
 def batch_note(e: Estimate) -> str:
     """Beside the batch: the requested one, when the layout could not make it exactly."""
     requested = e.requested_global_batch_tokens

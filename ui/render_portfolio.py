@@ -25,7 +25,7 @@ from ui.render import (
     whole_words,
 )
 from ui.render_fleet import depreciation_words
-from ui.render_lines import jobs_figures_lines
+from ui.render_lines import jobs_figures_lines, jobs_run_losses_json
 
 # What the cost column is: the portfolio prices its owned inventory at ownership and its rented
 # types (the jobs file's ``rented``) at rent, or under a reserved price kind at the reserved rate,
@@ -109,7 +109,7 @@ PORTFOLIO_KEYS = (
     "warnings", "assignments", "total_cost_usd", "total_cost_band_usd", "idle_cost_usd", "idle_cost_band_usd",
     "makespan_days", "makespan_band_days", "solver", "exact", "stopped_gap", "lower_bound", "lanes", "owned_rate_basis",
     "job_dirs",
-    "reserved", "reserved_cost_usd", "billed_usd",
+    "reserved", "reserved_cost_usd", "billed_usd", "run_losses",
 )  # fmt: skip
 
 
@@ -206,6 +206,7 @@ def portfolio(
             "reserved": [reserved_json(r) for r in solution.reserved],
             "reserved_cost_usd": sum(r.cost_usd for r in solution.reserved),
             "billed_usd": solution.billed_usd,
+            "run_losses": jobs_run_losses_json({a.job: a.plan.run_losses for a in solution.assignments}),
         }
         data["job_dirs"] = None if emitted is None else {job: str(j.parent) for job, j in emitted.items()}
         emit_json(data if calibration is None else {**data, "calibration": calibration_json(calibration)})

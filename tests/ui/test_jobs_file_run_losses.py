@@ -109,3 +109,36 @@ def test_a_key_the_file_does_not_know_is_still_refused(tmp_path, capsys, key):
         assert main(["portfolio", str(path)]) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and f"{key}: Extra inputs are not permitted; allowed: " in err, err
+
+
+@pytest.mark.parametrize(
+    ("command", "head"),
+    [("portfolio", INVENTORY), ("fleet", 'horizon_days = 30\nbuy = ["h100-sxm"]\n')],
+)
+def test_an_infeasible_answer_says_the_figures_its_days_rest_on(tmp_path, capsys, command, head):
+    """Trial s48: portfolio's and fleet's answer of a job too late for its deadline did not say the
+    run-loss figures its days were timed with, where plan's --json carries them."""
+    late = JOB.replace("1e11", "1e13") + "deadline_days = 0.5\ndata_stall_pct = 5\n"
+    path = tmp_path / "jobs.toml"
+    path.write_text(head + late)
+    assert main([command, str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "no feasible plan - deadline" in out and "a's days on your figures: input stalls 5%" in out, out
+    assert main([command, str(path), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["feasible"] is False and data["run_losses"]["a"]["data_stall_pct"] == 5.0
+    path.write_text(head + late.replace("data_stall_pct = 5\n", ""))  # none set: nothing said, nulls
+    assert main([command, str(path)]) == 0
+    assert "on your figures" not in capsys.readouterr().out
+    assert main([command, str(path), "--json"]) == 0
+    assert set(json.loads(capsys.readouterr().out)["run_losses"]["a"].values()) == {None}
+
+
+def test_a_found_portfolio_and_fleet_carry_each_jobs_figures_at_the_top(tmp_path, capsys):
+    """The key an infeasible answer fills is there when one is found (one shape, trial s26)."""
+    for command, head in (("portfolio", INVENTORY), ("fleet", 'horizon_days = 30\nbuy = ["h100-sxm"]\n')):
+        path = tmp_path / "jobs.toml"
+        path.write_text(head + JOB + "data_stall_pct = 5\n")
+        assert main([command, str(path), "--json"]) == 0
+        data = json.loads(capsys.readouterr().out)
+        assert data["feasible"] and data["run_losses"]["a"]["data_stall_pct"] == 5.0, command
