@@ -225,7 +225,7 @@ def deadline_fix(
             more += LARGER_BATCH_WORDS
     else:
         more = (
-            f"{joined}{best.num_gpus} {best.gpu} GPUs, more than the inventory has "
+            f"{joined}{best.num_gpus:,} {best.gpu} GPUs, more than the inventory has "
             f"({best.layout} finishes in {duration_words(best.time_to_train_s)}"
             f"{best.batch_words(requested_batch_tokens(request))})"
         ) + over_budget_words(best, request)

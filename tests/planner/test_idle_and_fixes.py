@@ -27,7 +27,7 @@ def test_memory_fix_names_the_smallest_count_that_fits() -> None:
     error = _memory_error("llama3-70b", "a100-80gb-sxm", 8)
     found = re.search(r"use at least (\d+) a100-80gb-sxm GPUs, the smallest count that fits", error.fix)
     assert found, error.fix
-    count = int(found.group(1))
+    count = int(found.group(1).replace(",", ""))
     assert count == 24
     # The count was checked: a plan exists there, and not one node fewer.
     assert plan(
@@ -138,12 +138,12 @@ def test_deadline_fix_names_the_smallest_count_past_the_inventory_that_meets_it(
         _deadline_plan(256)
     assert caught.value.constraint is Constraint.DEADLINE
     found = re.search(
-        r"allow \d+ days or (\d+) b200 GPUs, more than the inventory has \(.* finishes in ", caught.value.fix
+        r"allow \d+ days or ([\d,]+) b200 GPUs, more than the inventory has \(.* finishes in ", caught.value.fix
     )
     assert found, caught.value.fix
-    count = int(found.group(1))
+    count = int(found.group(1).replace(",", ""))
     assert _deadline_plan(count)  # checked: a plan meets the deadline there, and not one node fewer
-    with pytest.raises(InfeasiblePlan, match=f"or {count} b200 GPUs"):
+    with pytest.raises(InfeasiblePlan, match=f"or {count:,} b200 GPUs"):
         _deadline_plan(count - 8)
 
 
@@ -156,7 +156,7 @@ def test_a_deadline_no_count_meets_names_the_batch_as_the_lever() -> None:
         "meets the deadline at a global batch of 1,048,576 tokens (a larger one, global_batch_tokens or"
         " --global-batch-tokens, lets more GPUs share a step)"
     )
-    with pytest.raises(InfeasiblePlan, match=r"or \d+ h100-sxm GPUs, more than the inventory has"):
+    with pytest.raises(InfeasiblePlan, match=r"or [\d,]+ h100-sxm GPUs, more than the inventory has"):
         plan(PlanRequest(**ask, global_batch_tokens=4_000_000))
 
 

@@ -36,7 +36,7 @@ def test_a_late_job_names_plans_count_past_the_inventory_and_its_risk():
     request = _late(1.0)
     with pytest.raises(InfeasiblePlan) as alone:
         plan(request)
-    planned = re.search(r" or (\d+) h100-sxm GPUs, more than the inventory has", alone.value.fix)
+    planned = re.search(r" or ([\d,]+) h100-sxm GPUs, more than the inventory has", alone.value.fix)
     assert planned is not None and alone.value.more_gpus is not None
     answer = _answer({"late": request})
     assert answer.constraint is Constraint.DEADLINE and answer.job == "late"

@@ -35,7 +35,7 @@ def test_the_cli_names_the_count_past_the_inventory_and_the_risk(tmp_path, capsy
     assert more["gpu"] == "h100-sxm" and more["num_gpus"] > 8 and more["seconds"] <= 86400.0
     assert main(["portfolio", _file(tmp_path)]) == 0
     out = " ".join(capsys.readouterr().out.split())
-    assert re.search(r"set deadline_days to \d+\.\d or more, or \d+ h100-sxm GPUs, more than the inventory has", out)
+    assert re.search(r"set deadline_days to \d+\.\d or more, or [\d,]+ h100-sxm GPUs, more than the inventory has", out)
     assert f"or {more['num_gpus']} h100-sxm GPUs" in out
     assert '(each plan judged at p80, the 80% quantile of its band; risk = "p50" judges the median' in out, out
 
