@@ -3,6 +3,8 @@
     python bench/validate_amd.py           # summaries per GPU, model, stack
     python bench/validate_amd.py --rows    # and every row
     python bench/validate_amd.py --write-docs   # refresh the summaries in docs/validation.md
+    python bench/validate_amd.py --write   # rebuild planner/accuracy/unbanded_rows.csv (the rows an
+                                           # AMD estimate cites beside its band)
 
 No setting is fitted on these rows and nothing is fitted here: the script only reports
 (validation/amd_runs.py; rows and how each was read: data/validation/amd_runs_sources.md).
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 import sys
 
-from validation.amd_runs import by_source_generation, compare_amd, generation_for, read_amd
+from validation.amd_runs import by_source_generation, compare_amd, generation_for, read_amd, write_unbanded
 from validation.docs import summary_main
 from validation.nemo_blackwell import BlackwellComparison, BlackwellRows
 from validation.nemo_tables import report_tail, summary_blocks
@@ -67,4 +69,5 @@ def render(rows: bool = False) -> str:
 
 
 if __name__ == "__main__":
-    sys.exit(summary_main(sys.argv[1:], __doc__, render, "amd-table"))
+    written = ("planner/accuracy/unbanded_rows.csv", write_unbanded)
+    sys.exit(summary_main(sys.argv[1:], __doc__, render, "amd-table", write=written))

@@ -95,6 +95,23 @@ class FewRowsEnd(BaseModel):
     errors: tuple[float, ...]  # each row's error (predicted / measured - 1), ascending
 
 
+class ArchitectureRows(BaseModel):
+    """Rows measured on the estimate's own GPU architecture that are scored held out but are not
+    band rows (too few, one source each: docs/validation.md "AMD Instinct"), cited beside the band
+    read from other architectures (buyer trial s48 M3: an MI325X plan won on a band of Hopper rows
+    with its own architecture's rows unsaid). planner/accuracy/unbanded.py."""
+
+    model_config = FROZEN
+    generation: str  # "CDNA3"
+    rows: int
+    sources: tuple[str, ...]
+    errors: tuple[float, ...]  # each row's held-out tokens/s error (predicted / measured - 1), ascending
+
+    @property
+    def mean_error(self) -> float:
+        return sum(self.errors) / len(self.errors)
+
+
 class Uncertainty(BaseModel):
     """How far the truth may lie from the figures (planner/accuracy): each pair is the 80 % band
     (``coverage``), read from the held-out errors of the validation rows nearest the estimate's
@@ -156,6 +173,8 @@ class Uncertainty(BaseModel):
     measured_job: MeasuredJobUse | None = None
     # The band of the reserved memory peak (trial s38: plans at 94-99 % of a GPU had none).
     memory: MemoryBand | None = None
+    # the architecture's own rows that are not band rows (AMD Instinct), beside the band (None: none)
+    architecture_rows: ArchitectureRows | None = None
     few_rows_end: FewRowsEnd | None = None  # p80 / p90 set by a regime's few rows (None: by a spread)
 
     @property

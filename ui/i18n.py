@@ -516,10 +516,22 @@ _LABELS: dict[str, tuple[str, str]] = {
     ),
     "envelope_nearest": ("The nearest measured rows ran {regime}.", "最近的实测数据来自 {regime}。"),
     "envelope_other_vendor": (
-        "No validation row ran on an {vendor} GPU (its own GEMM, attention and collective libraries), so the"
+        "No row of the band ran on an {vendor} GPU (its own GEMM, attention and collective libraries), so the"
         " band is widened as for another architecture and more (docs/validation.md, 'A GPU of another vendor').",
-        "没有任何验证数据运行在 {vendor} GPU 上（其 GEMM、注意力与集合通信库各不相同），因此误差区间按另一架构再加宽"
+        "误差区间的数据均未运行在 {vendor} GPU 上（其 GEMM、注意力与集合通信库各不相同），因此误差区间按另一架构再加宽"
         "（docs/validation.md，“A GPU of another vendor”）。",
+    ),
+    # trial s48 M3: the architecture's own rows, scored held out but kept out of the bands
+    "envelope_architecture_rows": (
+        "Its architecture's own rows are scored but are not band rows: {rows} on {generation} ({sources}), tokens/s"
+        " predicted {low:+.0%} to {high:+.0%} against them, {mean:+.1%} on average.",
+        "其架构自身的 {rows} 行实测数据（{generation}，{sources}）已评分但不计入误差区间：预测的 tokens/s 比实测"
+        " {low:+.0%} 至 {high:+.0%}，平均 {mean:+.1%}。",
+    ),
+    "envelope_architecture_row": (
+        "Its architecture's own row is scored but is not a band row: one on {generation} ({sources}), tokens/s"
+        " predicted {low:+.0%} against it.",
+        "其架构自身的 1 行实测数据（{generation}，{sources}）已评分但不计入误差区间：预测的 tokens/s 比实测 {low:+.0%}。",
     ),
     "envelope_outside": (
         "Outside the validated envelope: no measured row of {regime}. The band is read from the {rows}"

@@ -217,6 +217,14 @@ def _envelope_sentence(tr: Labels, u: Uncertainty) -> str:
     if u.reaches:
         reaches = tr("envelope_reaches", regimes=tr.clauses(regime_words_text(tr, r) for r in u.reaches))
         text = tr.sentences(text, reaches)
+    if (own := u.architecture_rows) is not None:  # trial s48 M3 (planner/accuracy/unbanded.py)
+        key = "envelope_architecture_row" if own.rows == 1 else "envelope_architecture_rows"
+        sources = tr.join(map(source_name, own.sources))
+        text = tr.sentences(
+            text,
+            tr(key, rows=own.rows, generation=own.generation, sources=sources, low=own.errors[0], high=own.errors[-1],
+               mean=own.mean_error),
+        )  # fmt: skip
     return text
 
 

@@ -25,6 +25,7 @@ import csv
 from dataclasses import dataclass
 from pathlib import Path
 
+from planner.accuracy.unbanded import UNBANDED_COLUMNS, UNBANDED_CSV
 from planner.catalog.hardware import Catalog, load_catalog
 from validation.nemo_blackwell import BlackwellComparison, BlackwellRows, compare_nemo_blackwell, read_nemo_blackwell
 
@@ -98,3 +99,17 @@ def compare_amd(rows: BlackwellRows | None = None, catalog: Catalog | None = Non
     """Each readable row's prediction under the Megatron-Core profile (MoE: its benchmark profile;
     MLPerf rows: the MLPerf recipe)."""
     return compare_nemo_blackwell((rows or read_amd()).runs, catalog)
+
+
+def write_unbanded(comparisons: list[BlackwellComparison] | None = None, path: Path = UNBANDED_CSV) -> Path:
+    """The scored rows as planner/accuracy/unbanded_rows.csv: each architecture's own rows, which an
+    estimate on it cites beside its band (planner/accuracy/unbanded.py)."""
+    with path.open("w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f, lineterminator="\n")
+        writer.writerow(UNBANDED_COLUMNS)
+        for c in compare_amd() if comparisons is None else comparisons:
+            run = c.run
+            writer.writerow(
+                [run.source, generation_for(run.gpu_id), f"{run.row_id} {run.model_name}", run.gpu_id, f"{c.error:.6f}"]
+            )
+    return path

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
@@ -43,13 +44,24 @@ def error_summary(errors: Iterable[tuple[str, float]], title: str, order: Sequen
     return lines
 
 
-def summary_main(argv: list[str], doc: str, render: Callable[[bool], str], marker: str) -> int:
+def summary_main(
+    argv: list[str],
+    doc: str,
+    render: Callable[[bool], str],
+    marker: str,
+    write: tuple[str, Callable[[], Path]] | None = None,
+) -> int:
     """A bench script's command line: print ``render(rows)``; ``--write-docs`` puts ``render(False)``
-    between docs/validation.md's ``<!-- {marker}:start -->`` and ``<!-- {marker}:end -->``."""
+    between docs/validation.md's ``<!-- {marker}:start -->`` and ``<!-- {marker}:end -->``;
+    ``write`` (what, how): ``--write`` rebuilds a data file the planner reads, first."""
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--rows", action="store_true", help="also print every row")
     parser.add_argument("--write-docs", action="store_true", help=f"refresh the summaries in {VALIDATION_DOCS}")
+    if write is not None:
+        parser.add_argument("--write", action="store_true", help=f"rebuild {write[0]} from the harness")
     args = parser.parse_args(argv)
+    if write is not None and args.write:
+        print(f"wrote {write[1]()}", file=sys.stderr)
     print(render(args.rows))
     if args.write_docs:
         replace_marked_block(VALIDATION_DOCS, f"<!-- {marker}:start -->", f"<!-- {marker}:end -->", render(False))

@@ -41,6 +41,7 @@ from planner.accuracy.regime import (
     zero3_shards_across_nodes,
 )
 from planner.accuracy.residuals import source_name
+from planner.accuracy.unbanded import architecture_rows, architecture_words
 from planner.accuracy.words import feature_names, few_rows_end, regime_words
 from planner.catalog.hardware import GPUSpec, load_catalog
 from planner.layout import Implementation, Layout, Precision, Sharding, TrainingConfig
@@ -398,6 +399,8 @@ def uncertainty(
     outside = "slower" if lo > 1.0 else "faster" if hi < 1.0 else None
     tokens = estimate.throughput.tokens_per_s
     hours = estimate.time_to_train_h
+    # rows of its own architecture kept out of the bands: cited where the band is others' (trial s48 M3)
+    own_rows = None if ev.validated else architecture_rows(regime.generation)
     return Uncertainty(
         coverage=BAND_COVERAGE,
         tokens_per_s=(tokens / hi, tokens / lo),
@@ -422,7 +425,9 @@ def uncertainty(
         median_abs_error=ev.median_abs_error,
         widened_by=ev.widened_by,
         envelope=envelope_words(ev, circular, estimate.layout.seq_len)
+        + architecture_words(own_rows)
         + ("" if job is None else measured_job_words(job)),
+        architecture_rows=own_rows,
         measured_job=job,
         memory=_memory_band(estimate, regime),
         few_rows_end=few_rows_end(ev, {r.value: r.quantile for r in Risk}),

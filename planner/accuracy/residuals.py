@@ -77,6 +77,8 @@ SOURCE_NAMES = {
     "bigscience": "BigScience's BLOOM logs",
     "lucie-training": "Lucie-Training",
     "megatron-lm-ci": "Megatron-LM's CI reference values",
+    "PRIMUS_AAC11": "Primus-Megatron logs on MI325X",
+    "MLPERF_TRAINING_V5.1": "MLPerf Training v5.1",
 }
 
 

@@ -973,3 +973,21 @@ def test_the_portfolio_and_the_hovers_count_the_blocks_not_first_n():
         assert tr("card_ac_blocks_per_rank", blocks=31) in words and "N" not in words.replace("dp_shard", "")
         assert figures.mode_words(tr, "blocks") == tr("ac_blocks_unsized") and "N" not in tr("ac_blocks_unsized")
         assert figures.mode_words(tr, "full") == tr.option("full")
+
+
+def test_the_card_cites_an_architectures_own_rows_in_both_languages():
+    """Trial s48 M3: an MI325X plan's card read its band from Hopper rows and said no AMD row ran;
+    the three CDNA 3 rows (scored, not band rows) are now cited, and the vendor sentence says the
+    band's rows did not run there."""
+    from ui.messages import envelope_text
+
+    training = TrainingConfig(seq_len=4096, grad_accum=8)
+    p = build_plan(get_preset("llama3-8b"), "mi325x", Layout(dp_shard=8), training, num_gpus=8, training_tokens=1e11)
+    u = p.estimate.uncertainty
+    assert u is not None and u.architecture_rows is not None
+    english = envelope_text(EN, u)
+    assert "3 on CDNA3 (Primus-Megatron logs on MI325X), tokens/s predicted -5% to +25% against them" in english
+    assert "No row of the band ran on an AMD GPU" in english
+    chinese = envelope_text(ZH, u)
+    assert "其架构自身的 3 行实测数据（CDNA3，Primus-Megatron logs on MI325X）已评分但不计入误差区间" in chinese
+    assert "误差区间的数据均未运行在 AMD GPU 上" in chinese  # source names and the docs' heading stay English
