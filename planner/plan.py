@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
-from planner.catalog.prices import PriceBasis, PriceKind, TermBilling, billed_gpus, rebilled
+from planner.catalog.prices import PriceBasis, PriceKind, billed_gpus
+from planner.catalog.terms import TermBilling, rebilled
 from planner.estimate_parts import GoodputEstimate, MemoryEstimate, ThroughputEstimate, TimeEstimate
 from planner.fmt import one_line, printable
 from planner.frozen import FROZEN

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from planner.catalog.prices import billed_hours
+from planner.catalog.terms import billed_hours
 from planner.model.goodput import MIN_GOODPUT
 from planner.units import SECONDS_PER_HOUR
 

@@ -14,7 +14,8 @@ from pydantic import BaseModel, Field, model_validator
 from planner.accuracy import DEFAULT_RISK, Risk
 from planner.catalog.hardware import Catalog, GPUSpec
 from planner.catalog.hf_config import encoder_warning
-from planner.catalog.prices import PriceKind, TermBilling, catalog_with_price_kind, term_billing
+from planner.catalog.prices import PriceKind, catalog_with_price_kind
+from planner.catalog.terms import TermBilling, term_billing
 from planner.errors import RuleCode, RuleViolation
 from planner.frozen import FROZEN
 from planner.layout import (

@@ -21,7 +21,8 @@ import pandas as pd
 import streamlit as st
 
 from planner.catalog.hardware import Catalog
-from planner.catalog.prices import catalog_with_price_kind, offers_of, term_billing
+from planner.catalog.prices import catalog_with_price_kind, offers_of
+from planner.catalog.terms import term_billing
 from planner.model.energy import gpu_wall_power_w
 from planner.search.ownership import TcoAssumptions
 from planner.units import GIB

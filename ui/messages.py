@@ -12,8 +12,9 @@ from planner.accuracy.bands import MIN_ROWS
 from planner.accuracy.regime import LONG_SEQUENCE_TOKENS, Feature, link_apart_parts, said_features
 from planner.accuracy.residuals import source_name
 from planner.api import PlanResult
-from planner.catalog.prices import Commitment, DearerKind
+from planner.catalog.prices import DearerKind
 from planner.catalog.specs import vendor_of
+from planner.catalog.terms import Commitment
 from planner.explain import Note, NoteKind, plan_notes
 from planner.fmt import duration_parts, energy, number_band
 from planner.layout import ActivationCheckpointing, TrainingConfig

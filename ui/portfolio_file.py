@@ -61,7 +61,8 @@ from pydantic import (
 
 from planner.accuracy import DEFAULT_RISK, Risk
 from planner.api import PlanRequest
-from planner.catalog.prices import RESERVED_TERM_YEARS, PriceKind
+from planner.catalog.prices import PriceKind
+from planner.catalog.terms import RESERVED_TERM_YEARS
 from planner.fmt import one_line, printable
 from planner.layout import Precision
 from planner.limits import (

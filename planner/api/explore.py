@@ -17,7 +17,7 @@ from planner.api.notices import fixed_cost_warnings, long_job_warnings
 from planner.api.portfolio_answer import portfolio_answer
 from planner.api.reserved import held_only_types, reserved_prices, scored_as_held
 from planner.catalog.hardware import Catalog, load_catalog
-from planner.catalog.prices import TermBilling, rebilled
+from planner.catalog.terms import TermBilling, rebilled
 from planner.errors import InfeasiblePlan
 from planner.fmt import counted, duration_words, money
 from planner.model.candidates import AC_CODES, SHARDING_CODES, Candidates

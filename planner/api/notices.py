@@ -13,14 +13,8 @@ from planner.accuracy.regime import zero3_shards_across_nodes
 from planner.api.batch_notices import batch_beyond_published_warnings, batch_off_warnings
 from planner.catalog.hardware import Catalog, GPUSpec, load_catalog
 from planner.catalog.hf_config import encoder_warning
-from planner.catalog.prices import (
-    Commitment,
-    DearerKind,
-    catalog_with_price_kind,
-    commitment,
-    dearer_kind,
-    dearer_than_on_demand,
-)
+from planner.catalog.prices import DearerKind, catalog_with_price_kind, dearer_kind, dearer_than_on_demand
+from planner.catalog.terms import Commitment, commitment
 from planner.errors import Constraint, InfeasiblePlan
 from planner.fmt import counted, duration_words, one_line
 from planner.layout import ActivationCheckpointing, Sharding

@@ -16,7 +16,7 @@ from planner import accuracy
 from planner.accuracy import Risk
 from planner.api.notices import VaryBatch, vary_batch_choice
 from planner.catalog.hardware import Catalog
-from planner.catalog.prices import rebilled
+from planner.catalog.terms import rebilled
 from planner.errors import InfeasiblePlan
 from planner.frontier import OVER_BUDGET_STRETCH, Knee, NearTie, OverBudget, knee_versus, near_tie, over_budget
 from planner.idle import IdleGPUs, idle_gpus

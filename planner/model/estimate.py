@@ -12,7 +12,8 @@ import numpy as np
 
 from planner.catalog.hardware import Catalog, GPUSpec, load_catalog
 from planner.catalog.networks import catalog_on_network, on_network
-from planner.catalog.prices import billed_gpus, billed_hours
+from planner.catalog.prices import billed_gpus
+from planner.catalog.terms import billed_hours
 from planner.estimate_parts import (
     GoodputEstimate,
     MemoryEstimate,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from planner.catalog.prices import TermBilling
+from planner.catalog.terms import TermBilling
 from planner.units import GIB, HOURS_PER_YEAR, MONTHS_PER_YEAR, SECONDS_PER_MINUTE
 
 # --- the host's AdamW step under CPU offload: one published timing on a known host ----------
@@ -179,7 +179,7 @@ class JobSettings:
     # medians are 10-30 min and their tails days; a job free to restart in any zone waits 15-35
     # min (docs/spot-capacity-wait.md: the method, the traces and their commits).
     spot_capacity_wait_s: float = 80 * SECONDS_PER_MINUTE
-    # --- what a reserved price bills (planner/catalog/prices.py) -----------------------------
+    # --- what a reserved price bills (planner/catalog/terms.py) ------------------------------
     # A reserved price's term, billed whole to a job that holds its GPUs alone: plan and estimate
     # set it under --price-kind reserved-1y / reserved-3y (planner/request.py ``request_settings``),
     # as EC2 reservations, Google committed-use discounts and Azure reservations bill every hour of

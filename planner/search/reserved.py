@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from planner.catalog.prices import TermBilling
+from planner.catalog.terms import TermBilling
 from planner.search.ownership import per_busy_hour
 
 __all__ = ["OwnedVsReserved", "ReservedPrices"]

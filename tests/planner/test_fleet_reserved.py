@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from support import SOLVERS
 
-from planner.catalog.prices import term_billing
+from planner.catalog.terms import term_billing
 from planner.search.fleet import Holding, ReservedPrices, size_fleet
 from planner.search.ilp import ScoredTable
 from planner.search.ownership import GpuEconomics, TcoAssumptions, break_even

@@ -14,7 +14,7 @@ from support import SOLVERS
 from test_portfolio import candidate_table
 from test_portfolio_bruteforce import WEIGHTS, serial_schedule
 
-from planner.catalog.prices import term_billing
+from planner.catalog.terms import term_billing
 from planner.errors import InfeasiblePlan
 from planner.search.ownership import HourlyRate
 from planner.search.portfolio import solve_portfolio

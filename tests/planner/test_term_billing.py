@@ -1,4 +1,4 @@
-"""A reserved price's term billed whole (trial s42 H2): ``TermBilling`` in planner/catalog/prices.py,
+"""A reserved price's term billed whole (trial s42 H2): ``TermBilling`` in planner/catalog/terms.py,
 the cost the search ranks by, the band and risk figures, and the multi-job answers that share terms."""
 
 import numpy as np
@@ -8,7 +8,7 @@ from planner.api import PlanRequest, build_plan, plan, replan, restack
 from planner.api.chart_points import Limits
 from planner.api.explore import plan_portfolio, scored_search
 from planner.catalog.models import get_preset
-from planner.catalog.prices import TermBilling, billed_hours, rebilled, term_billing
+from planner.catalog.terms import TermBilling, billed_hours, rebilled, term_billing
 from planner.layout import Layout, TrainingConfig
 from planner.model.stacks import Stack
 from planner.units import HOURS_PER_YEAR

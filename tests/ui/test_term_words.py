@@ -1,5 +1,5 @@
 """Reserved terms in words (review s43): a job longer than its term, and the cost line by the share
-of the rest other work fills (planner/catalog/prices.py ``TermBilling``, ``Commitment``)."""
+of the rest other work fills (planner/catalog/terms.py ``TermBilling``, ``Commitment``)."""
 
 import pytest
 
