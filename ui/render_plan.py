@@ -8,7 +8,8 @@ from pathlib import Path
 from rich.markup import escape
 from rich.table import Table
 
-from planner.api.notices import judged_cost_usd, judged_hours, tie_rule
+from planner.api.judged import judged_cost_usd, judged_hours
+from planner.api.notices import tie_rule
 from planner.catalog.prices import PriceBasis
 from planner.fmt import duration_band, duration_h, money
 from planner.plan import Estimate

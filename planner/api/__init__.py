@@ -16,15 +16,13 @@ from planner import accuracy
 from planner.accuracy import DEFAULT_RISK, Risk
 from planner.accuracy.ceiling import ceiling_regime, coarse_experts
 from planner.api.batch_offers import LargerBatch, with_batch_fix, with_larger_batch
+from planner.api.judged import judged_at_risk, judged_cost_usd, judged_hours
 from planner.api.notices import (
     LONG_JOB_WARNING_DAYS,
     VaryBatch,
     chosen_dearer,
     defaulted_accum_warning,
     estimate_warnings,
-    judged_at_risk,
-    judged_cost_usd,
-    judged_hours,
     plan_commitment,
     search_warnings,
     trains_too_long,

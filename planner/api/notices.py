@@ -1,21 +1,20 @@
-"""What the planner says beside an answer: warnings a plan or an estimate carries, and the
-words a deadline or budget diagnosis gains from the risk it was judged at."""
+"""What the planner says beside an answer: the warnings a plan or an estimate carries (the figures
+a limit judges, and a diagnosis's words of its risk, are planner/api/judged.py)."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
 
-import numpy as np
-
 from planner.accuracy import Risk
 from planner.accuracy.regime import zero3_shards_across_nodes
 from planner.api.batch_notices import batch_beyond_published_warnings, batch_off_warnings
+from planner.api.judged import judged_hours
 from planner.catalog.hardware import Catalog, GPUSpec, load_catalog
 from planner.catalog.hf_config import encoder_warning
 from planner.catalog.prices import DearerKind, catalog_with_price_kind, dearer_kind, dearer_than_on_demand
 from planner.catalog.terms import Commitment, commitment
-from planner.errors import Constraint, InfeasiblePlan
+from planner.errors import InfeasiblePlan
 from planner.fmt import counted, duration_words, one_line
 from planner.layout import ActivationCheckpointing, Sharding
 from planner.model.moe import a2a_unpaired_share
@@ -33,48 +32,12 @@ from planner.request import (
     solve_request,
 )
 from planner.search.ilp import NEAR_TIE_FRACTION, Objective, ScoredTable
-from planner.search.table import limit_figure
 from planner.stack_rules import a2a_layout_problem
 from planner.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 
 # A plan that trains for longer than this gets a warning: GPUs, prices and methods rarely hold
 # for a year, and "16 H100 for 1,244 days" was answered without a word (issue 10).
 LONG_JOB_WARNING_DAYS = 365.0
-
-
-def judged_at_risk(answer: InfeasiblePlan, risk: Risk) -> InfeasiblePlan:
-    """A deadline or budget diagnosis says the quantile its times and costs are judged at (the
-    plans' tables show the model's median, so '$3.2M > $3.0M' beside plans of $2.9M needs it)."""
-    if risk == Risk.P50 or answer.constraint not in (Constraint.DEADLINE, Constraint.BUDGET):
-        return answer
-    # trial s27: "...; p50: the median)" read as a dangling phrase
-    detail = (
-        f"{answer.detail} (each plan judged at {risk.value}, the {risk.quantile:.0%} quantile of its band;"
-        " --risk p50 judges the median, never under the model's own figure)"
-    )
-    return answer.but(detail=detail)
-
-
-def judged_hours(chosen: Plan, risk: Risk | None = None) -> float | None:
-    """The plan's time to train as the search judged it (``limit_figure``): at ``risk`` where its
-    band gives one, never under the model's own figure (trial s42: 328 days by the model's figure,
-    416 at p80, and no word of a year; buyer trial s48 M1: at p50 it said 396.8 days, the median,
-    where the search judged the headline's 420.0), else the model's own figure."""
-    e = chosen.estimate
-    return _judged(None if risk is None else e.time_h_at(risk.value), e.time_to_train_h)
-
-
-def judged_cost_usd(chosen: Plan, risk: Risk | None = None) -> float | None:
-    """The plan's cost as a budget judged it: ``judged_hours``'s rule for its cost."""
-    e = chosen.estimate
-    return _judged(None if risk is None else e.cost_usd_at(risk.value), e.cost_usd)
-
-
-def _judged(at_risk: float | None, own: float | None) -> float | None:
-    """``limit_figure`` of one plan's figure at a risk and its own; either where the other is absent."""
-    if at_risk is None or own is None:
-        return own if at_risk is None else at_risk
-    return float(limit_figure(np.array(at_risk), np.array(own)))
 
 
 def trains_too_long(chosen: Plan, risk: Risk | None = None) -> bool:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from planner.api.notices import judged_at_risk
+from planner.api.judged import judged_at_risk
 from planner.count_probe import deadline_fix
 from planner.errors import Constraint, InfeasiblePlan
 from planner.model.settings import ModelingSettings
