@@ -2,7 +2,8 @@
 
 What it is built from (optimizer, stepper, data loaders) is trainer/session_setup.py; what the run
 measures of itself (step times, memory peaks, MFU) is trainer/meter.py; the stop signals it obeys
-(SIGTERM, Ctrl-C) are trainer/preemption.py."""
+(SIGTERM, Ctrl-C) are trainer/preemption.py; how a launch ends and the counters a checkpoint
+restores are trainer/run_state.py."""
 
 from __future__ import annotations
 
@@ -11,8 +12,7 @@ import math
 import os
 import signal
 import time
-from dataclasses import asdict, dataclass, replace
-from enum import StrEnum
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import torch
@@ -42,34 +42,10 @@ from trainer.probe import (
     write_report,
     write_validation,
 )
+from trainer.run_state import Outcome, TrainState
 from trainer.session_setup import build_step_parts, prepare_data_once, split_loader
 
 log = logging.getLogger(__name__)
-
-
-class Outcome(StrEnum):
-    COMPLETED = "completed"
-    STOPPED = "stopped"  # at run --steps, before the job's last step: run again to go on
-    EARLY_STOPPED = "early_stopped"
-    PREEMPTED = "preempted"  # SIGTERM: saved, exit 143, resume later
-    INTERRUPTED = "interrupted"  # Ctrl-C: saved, exit 130 (the report's word for PREEMPTED by SIGINT)
-    DIVERGED = "diverged"  # max_bad_steps non-finite steps
-
-
-@dataclass
-class TrainState:
-    """Counters that a checkpoint restores along with the model."""
-
-    step: int = 0
-    bad_steps: int = 0  # non-finite loss/gradients (skipped)
-    overflow_steps: int = 0  # fp16 loss-scale overflows (skipped, not "bad")
-    best_val_loss: float = math.inf
-    evals_without_improvement: int = 0
-    last_val_loss: float | None = None
-    last_train_loss: float | None = None
-    # The job's wall time (s) before the launch that resumes from this state: at a save, every launch's
-    # up to it (a launch's time after its last save is lost with its steps, as metrics.jsonl's are)
-    wall_s: float = 0.0
 
 
 def eval_micro_batches(eval_batches: int, grad_accum: int) -> int:

@@ -57,7 +57,8 @@ from trainer.parallel import (
 from trainer.pipeline import TIED_HEAD_ALIASES, StageChunks, build_native_stage, local_stage_ids
 from trainer.preemption import stop_at_once
 from trainer.probe import check_plan
-from trainer.session import Outcome, Session
+from trainer.run_state import Outcome
+from trainer.session import Session
 
 log = logging.getLogger(__name__)
 
