@@ -16,7 +16,7 @@ from planner import accuracy
 from planner.accuracy import DEFAULT_RISK, Risk
 from planner.accuracy.ceiling import ceiling_regime, coarse_experts
 from planner.api.batch_offers import LargerBatch, with_batch_fix, with_larger_batch
-from planner.api.judged import judged_at_risk, judged_cost_usd, judged_hours
+from planner.api.judged import RiskSetting, judged_at_risk, judged_cost_usd, judged_hours
 from planner.api.notices import (
     LONG_JOB_WARNING_DAYS,
     VaryBatch,
@@ -360,7 +360,7 @@ def explained(
         answer = cap_diagnosis(within, request, catalog, gpus, limits, deadline_s, settings)
     else:
         answer = deadline_fix(within, request, catalog, limits.limits, settings)
-    return judged_at_risk(memory_fix(answer, request, catalog, limits.limits, settings), request.risk)
+    return judged_at_risk(memory_fix(answer, request, catalog, limits.limits, settings), request.risk, RiskSetting.FLAG)
 
 
 def request_catalog(request: PlanRequest, catalog: Catalog, settings: ModelingSettings) -> Catalog:

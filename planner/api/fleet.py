@@ -8,10 +8,12 @@ from dataclasses import replace
 
 from planner.api.explore import job_candidates
 from planner.api.held_prices import held_price_warnings, held_prices
+from planner.api.judged import failed_jobs, jobs_judged_at_risk
 from planner.api.reserved import held_only_types, reserved_prices, scored_as_held
 from planner.catalog.hardware import Catalog, load_catalog
 from planner.catalog.held_price import HeldPrice
 from planner.catalog.prices import PriceBasis
+from planner.errors import InfeasiblePlan
 from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
 from planner.plan_calibration import PlanCalibration
 from planner.request import PlanRequest
@@ -46,10 +48,22 @@ def plan_fleet(
     jobs = [job_candidates(r, name, catalog, settings, calibration) for name, r in requests.items()]
     economics = economics_for(catalog, purchase_usd, settings_or_default, rent_usd_per_gpu_hour, wall_power_w)
     reserved = reserved_prices(requests, catalog, settings_or_default, rent_usd_per_gpu_hour, held_only=held_only)
-    solution = size_fleet(
-        jobs, economics, horizon_days, tco, num_slots=num_slots, reserved=reserved, held_only=held_only
-    )
+    try:
+        solution = size_fleet(
+            jobs, economics, horizon_days, tco, num_slots=num_slots, reserved=reserved, held_only=held_only
+        )
+    except InfeasiblePlan as answer:  # the risk clause as plan's and portfolio's (trial s48 L3)
+        raise fleet_answer(answer, requests) from None
     return with_prices(solution, requests, catalog, rent_usd_per_gpu_hour or {})
+
+
+def fleet_answer(answer: InfeasiblePlan, requests: dict[str, PlanRequest]) -> InfeasiblePlan:
+    """``size_fleet``'s infeasible answer with the quantile each job's days and cost are judged at
+    (``jobs_judged_at_risk``); an answer of no one job as it is."""
+    failed = failed_jobs(answer)
+    if not failed:
+        return answer
+    return jobs_judged_at_risk(failed, {name: requests[name].risk for name, _ in failed})
 
 
 def with_prices(

@@ -4,25 +4,60 @@ judged at. Split from planner/api/notices.py, whose warnings read them."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from enum import Enum
+
 import numpy as np
 
 from planner.accuracy import Risk
 from planner.errors import Constraint, InfeasiblePlan
 from planner.plan import Plan
+from planner.search.slots import jobs_infeasible
 from planner.search.table import limit_figure
 
 
-def judged_at_risk(answer: InfeasiblePlan, risk: Risk) -> InfeasiblePlan:
+class RiskSetting(Enum):
+    """How the user sets the risk an answer is judged at, in the words its clause names the median
+    by: plan's flag, or the jobs file's key that portfolio and fleet read (file-wide or per job,
+    ui/portfolio_file.py)."""
+
+    FLAG = "--risk {risk}"
+    JOBS_FILE = 'risk = "{risk}"'
+
+    def setting(self, risk: Risk) -> str:
+        """'--risk p50', 'risk = "p50"': how ``risk`` is set this way."""
+        return self.value.format(risk=risk.value)
+
+
+def judged_at_risk(answer: InfeasiblePlan, risk: Risk, setting: RiskSetting) -> InfeasiblePlan:
     """A deadline or budget diagnosis says the quantile its times and costs are judged at (the
-    plans' tables show the model's median, so '$3.2M > $3.0M' beside plans of $2.9M needs it)."""
+    plans' tables show the model's median, so '$3.2M > $3.0M' beside plans of $2.9M needs it), and
+    how to judge at the median where the user sets it (``setting``)."""
     if risk == Risk.P50 or answer.constraint not in (Constraint.DEADLINE, Constraint.BUDGET):
         return answer
     # trial s27: "...; p50: the median)" read as a dangling phrase
     detail = (
         f"{answer.detail} (each plan judged at {risk.value}, the {risk.quantile:.0%} quantile of its band;"
-        " --risk p50 judges the median, never under the model's own figure)"
+        f" {setting.setting(Risk.P50)} judges the median, never under the model's own figure)"
     )
     return answer.but(detail=detail)
+
+
+def failed_jobs(answer: InfeasiblePlan) -> tuple[tuple[str, InfeasiblePlan], ...]:
+    """The jobs of a portfolio's or fleet's answer that cannot run alone, each with its own answer
+    (none: an answer of no one job, as jobs that do not fit together)."""
+    return answer.jobs or (((answer.job, answer),) if answer.job is not None else ())
+
+
+def jobs_judged_at_risk(failed: Sequence[tuple[str, InfeasiblePlan]], risks: Mapping[str, Risk]) -> InfeasiblePlan:
+    """The answer of the jobs that cannot run alone (``failed``, none empty; ``risks``: each job's)
+    with the risk clause, in the jobs file's words: said once where the jobs share a constraint and
+    a risk, else in each job's answer (trial s48 L3: portfolio's 424.6 days is a p80 figure)."""
+    combined = jobs_infeasible(failed)
+    shared = {risks[name] for name, _ in failed}
+    if len(shared) == 1 and combined.constraint is not Constraint.JOBS:
+        return judged_at_risk(combined, shared.pop(), RiskSetting.JOBS_FILE)
+    return jobs_infeasible([(name, judged_at_risk(job, risks[name], RiskSetting.JOBS_FILE)) for name, job in failed])
 
 
 def judged_hours(chosen: Plan, risk: Risk | None = None) -> float | None:

@@ -4,7 +4,7 @@ A job that cannot run alone is diagnosed on its own rows (planner/search/slots.p
 which stop at the inventory. As plan's answer (planner/api ``explained``), a deadline answer gains
 the smallest count past the inventory that meets the deadline (``count_probe.deadline_fix``, trial
 s48 M7: portfolio offered only a later deadline where plan named 1,056 H100), and a deadline or
-budget answer says the quantile its figures are judged at (``judged_at_risk``, trial s48 L3: its
+budget answer says the quantile its figures are judged at (``jobs_judged_at_risk``, trial s48 L3: its
 424.6 days is a p80 figure).
 """
 
@@ -13,20 +13,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from planner.api.judged import judged_at_risk
+from planner.api.judged import failed_jobs, jobs_judged_at_risk
 from planner.count_probe import deadline_fix
 from planner.errors import Constraint, InfeasiblePlan
 from planner.model.settings import ModelingSettings
 from planner.request import allowed_gpus, count_limits, request_settings
-from planner.search.slots import jobs_infeasible
 
 if TYPE_CHECKING:
     from planner.api.explore import ScoredSearch
 
 __all__ = ["portfolio_answer"]
 
-# judged_at_risk names plan's flag; portfolio has none, its jobs file the key (portfolio_file.py)
-RISK_FLAG, RISK_KEY = "--risk p50", 'risk = "p50"'
 # The fix is in the jobs file's keys ("set deadline_days to 424.6 or more"): the count is another
 # way, after a comma, not "or more or 1056".
 COUNT_JOINED = ", or "
@@ -38,20 +35,11 @@ def portfolio_answer(
     """``answer`` (``solve_portfolio``'s) with each job that cannot run alone probed past the
     inventory for its deadline, and the risk clause said once where the jobs share a constraint and
     a risk, else in each job's answer; an answer of no one job (the jobs do not fit together) as it is."""
-    failed = answer.jobs or (((answer.job, answer),) if answer.job is not None else ())
+    failed = failed_jobs(answer)
     if not failed:
         return answer
     probed = [(name, _probed(job, searches[name], settings)) for name, job in failed]
-    combined = jobs_infeasible(probed)
-    risks = {searches[name].request.risk for name, _ in failed}
-    if len(risks) == 1 and combined.constraint is not Constraint.JOBS:
-        return _in_file_keys(judged_at_risk(combined, risks.pop()))
-    judged = [(name, _in_file_keys(judged_at_risk(job, searches[name].request.risk))) for name, job in probed]
-    return jobs_infeasible(judged)
-
-
-def _in_file_keys(answer: InfeasiblePlan) -> InfeasiblePlan:
-    return answer.but(detail=answer.detail.replace(RISK_FLAG, RISK_KEY))
+    return jobs_judged_at_risk(probed, {name: searches[name].request.risk for name, _ in failed})
 
 
 def _probed(answer: InfeasiblePlan, search: ScoredSearch, settings: ModelingSettings | None) -> InfeasiblePlan:
