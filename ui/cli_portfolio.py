@@ -19,9 +19,9 @@ from planner.model.stacks import Stack
 from planner.request import PlanRequest
 from ui import render, render_fleet, render_portfolio
 from ui.calibration import applied_calibration, choose_calibration
-from ui.cli_options import CALIBRATION_HELP, JSON, K8S_IMAGE, K8S_PVC, NO_CALIBRATION, k8s_names
+from ui.cli_options import CALIBRATION_HELP, JSON, K8S_IMAGE, K8S_PVC, NO_CALIBRATION, K8sNames, k8s_names
 from ui.inputs import check_range
-from ui.portfolio_file import job_keys_help
+from ui.portfolio_file import JobsFile, job_keys_help
 from ui.render_lines import jobs_figures_lines, jobs_run_losses_json
 
 # What fleet reads no budget from: it sizes what to own, and a budget bounds a job's rent on an
@@ -69,38 +69,14 @@ def portfolio(
 ) -> None:
     """Size several jobs at once on one shared GPU inventory."""
     from planner.api.explore import held_purchase_prices, plan_portfolio
-    from trainer.job_scripts import check_k8s_names
-    from trainer.job_spec import DEFAULT_K8S_IMAGE, DEFAULT_K8S_PVC
-    from ui.portfolio_file import check_k8s_job_names, file_requests, past_horizon, read_jobs_file, rented_types
+    from ui.portfolio_file import file_requests, past_horizon
 
     k8s = k8s_names(k8s_image, k8s_pvc)  # review s27: only emit took them
-    if k8s and emit_dir is None:
-        raise ValueError("--k8s-image and --k8s-pvc set the emitted jobs' k8s.yaml: give --emit DIR too")
-    check_k8s_names(k8s.get("k8s_image", DEFAULT_K8S_IMAGE), k8s.get("k8s_pvc", DEFAULT_K8S_PVC))  # before the solve
-    spec = read_jobs_file(jobs_file)
-    if not spec.inventory:
-        # trial s33: "needs an [inventory] table" for a file that has one, empty
-        raise ValueError(f"{jobs_file}: portfolio needs GPUs in an [inventory] table (gpu-id = count)")
-    if emit_dir is not None:
-        check_k8s_job_names([job.name for job in spec.jobs], jobs_file)
-        foreign = sorted({str(job.stack or spec.stack) for job in spec.jobs} - {Stack.TRAINPLAN.value})
-        if foreign:  # another stack's plan is an estimate of that software, not a job trainplan runs
-            raise ValueError(f"{jobs_file}: --emit writes trainplan jobs; stack {', '.join(foreign)} is estimate-only")
+    spec = portfolio_spec(jobs_file, emit_dir, k8s)
     chosen = choose_calibration(calibration, no_calibration)
     applied = applied_calibration(chosen)
     catalog = calibrated_catalog(applied)
-    try:
-        rented = rented_types(spec)
-    except ValueError as exc:
-        raise ValueError(f"{jobs_file}: {exc}") from None
-    if spec.ownership.utilisation is not None:  # trial s27: read and dropped without a word
-        render.warn("portfolio costs each owned GPU per busy and idle hour and ignores [ownership].utilisation;"
-                    " fleet reports the owned price at it")  # fmt: skip
-    unheld = sorted(g for g in rented if g in spec.purchase_usd)  # trial s36: dropped without a word
-    if unheld:
-        render.warn(
-            f"{', '.join(unheld)} rented: portfolio prices it at rent while busy and ignores its [purchase_usd]"
-        )
+    rented = portfolio_rented(spec, jobs_file)
     requests = file_requests(spec, {g: n for g, n in spec.inventory.items()}, jobs_file)
     slots: dict = {} if spec.num_slots is None else {"num_slots": spec.num_slots}  # else plan_portfolio's
     given = {g: usd for g, usd in spec.purchase_usd.items() if usd is not None}
@@ -124,22 +100,68 @@ def portfolio(
             render.warn(line)
         no_answer(exc, requests, as_json=as_json, calibration=chosen, answer_keys=render_portfolio.PORTFOLIO_KEYS)
         return
-    emitted = None
-    if emit_dir is not None:
-        from trainer.job import default_steps, emit_job
-        from trainer.job_spec import RunSettings
-
-        # Each job trains its whole token budget, as `emit` does.
-        emitted = {  # each plan records the file it was made with (plan_portfolio's calibration)
-            a.job: emit_job(a.plan, emit_dir / a.job, name=a.job, run=RunSettings(steps=default_steps(a.plan)), **k8s)
-            for a in solution.assignments
-        }
+    emitted = None if emit_dir is None else emitted_jobs(solution, emit_dir, k8s)
     rents, price_notes = rented_prices(solution, requests, catalog)
     # the file's own warnings beside the jobs', in --json too (trial s28c: on stderr alone)
     solution = replace(solution, warnings=(*past_horizon(spec), *solution.warnings, *price_notes))
     prices = held_purchase_prices(catalog, solution.held_types, given)  # those the owned rates are at
     basis = render_portfolio.owned_basis_words(prices, spec.ownership.tco()) if prices else None
     render.portfolio(solution, as_json=as_json, emitted=emitted, owned_basis=basis, calibration=chosen, prices=rents)
+
+
+def portfolio_spec(jobs_file: Path, emit_dir: Path | None, k8s: K8sNames) -> JobsFile:
+    """The jobs file, refused before the solve where it has no inventory, or where ``--emit`` (with
+    ``k8s``, its --k8s-image and --k8s-pvc) could not write its jobs."""
+    from trainer.job_scripts import check_k8s_names
+    from trainer.job_spec import DEFAULT_K8S_IMAGE, DEFAULT_K8S_PVC
+    from ui.portfolio_file import check_k8s_job_names, read_jobs_file
+
+    if k8s and emit_dir is None:
+        raise ValueError("--k8s-image and --k8s-pvc set the emitted jobs' k8s.yaml: give --emit DIR too")
+    check_k8s_names(k8s.get("k8s_image", DEFAULT_K8S_IMAGE), k8s.get("k8s_pvc", DEFAULT_K8S_PVC))  # before the solve
+    spec = read_jobs_file(jobs_file)
+    if not spec.inventory:
+        # trial s33: "needs an [inventory] table" for a file that has one, empty
+        raise ValueError(f"{jobs_file}: portfolio needs GPUs in an [inventory] table (gpu-id = count)")
+    if emit_dir is not None:
+        check_k8s_job_names([job.name for job in spec.jobs], jobs_file)
+        foreign = sorted({str(job.stack or spec.stack) for job in spec.jobs} - {Stack.TRAINPLAN.value})
+        if foreign:  # another stack's plan is an estimate of that software, not a job trainplan runs
+            raise ValueError(f"{jobs_file}: --emit writes trainplan jobs; stack {', '.join(foreign)} is estimate-only")
+    return spec
+
+
+def portfolio_rented(spec: JobsFile, jobs_file: Path) -> frozenset[str]:
+    """The types the file rents (``rented_types``), with a warning for each of its settings the
+    portfolio reads and drops: [ownership].utilisation, a rented type's [purchase_usd]."""
+    from ui.portfolio_file import rented_types
+
+    try:
+        rented = rented_types(spec)
+    except ValueError as exc:
+        raise ValueError(f"{jobs_file}: {exc}") from None
+    if spec.ownership.utilisation is not None:  # trial s27: read and dropped without a word
+        render.warn("portfolio costs each owned GPU per busy and idle hour and ignores [ownership].utilisation;"
+                    " fleet reports the owned price at it")  # fmt: skip
+    unheld = sorted(g for g in rented if g in spec.purchase_usd)  # trial s36: dropped without a word
+    if unheld:
+        render.warn(
+            f"{', '.join(unheld)} rented: portfolio prices it at rent while busy and ignores its [purchase_usd]"
+        )
+    return rented
+
+
+def emitted_jobs(solution, emit_dir: Path, k8s: K8sNames) -> dict[str, Path]:
+    """Each job's directory written under ``emit_dir`` (job name -> its job.json), as ``emit`` writes
+    one: each job trains its whole token budget, and records the file it was planned with
+    (plan_portfolio's calibration)."""
+    from trainer.job import default_steps, emit_job
+    from trainer.job_spec import RunSettings
+
+    return {
+        a.job: emit_job(a.plan, emit_dir / a.job, name=a.job, run=RunSettings(steps=default_steps(a.plan)), **k8s)
+        for a in solution.assignments
+    }
 
 
 def rented_prices(solution, requests: dict, catalog: Catalog) -> tuple[dict, tuple[str, ...]]:
@@ -157,6 +179,45 @@ def rented_prices(solution, requests: dict, catalog: Catalog) -> tuple[dict, tup
     return prices, held_price_warnings(requests, catalog, prices, held_jobs, "the portfolio")
 
 
+def fleet_prices(spec: JobsFile, catalog: Catalog, jobs_file: Path) -> dict[str, float]:
+    """The purchase price of each type to buy (the file's, else the catalog's), each in range."""
+    from ui.portfolio_file import purchase_prices
+
+    prices = purchase_prices(spec, catalog)
+    for gpu_id, usd in prices.items():
+        check_range(f"{jobs_file}: purchase_usd.{gpu_id}", usd, 0, MAX_PURCHASE_USD, low_open=True)
+    return prices
+
+
+def fleet_ignored(spec: JobsFile, prices: dict[str, float]) -> list[str]:
+    """The warnings of what fleet reads in the file and weighs otherwise or ignores (``prices``: the
+    types to buy): a rented type to buy, wall power or rent of a type it neither buys nor rents, an
+    inventory, budgets."""
+    warnings = []
+    both = sorted(set(spec.rented) & set(prices))
+    if both:  # review s27: rented was dropped without a word
+        # review s44: under a reserved kind the fleet reserves, not rents
+        warnings.append(
+            f"rented lists {', '.join(both)}, a type to buy: fleet weighs buying it against renting (or reserving) it, as every type to buy"
+        )
+    powered = sorted(set(spec.ownership.wall_power_w) - set(prices))
+    if powered:  # trial s36: dropped without a word
+        warnings.append(f"fleet buys none of {', '.join(powered)} and ignores its [ownership].wall_power_w")
+    unused = sorted(set(spec.rent_usd_per_gpu_hour) - set(prices) - set(spec.rented))
+    if unused:  # trial s28c: an H20 quote was dropped without a word
+        warnings.append(
+            f"fleet plans on the types to buy and to rent and ignores [rent_usd_per_gpu_hour] of"
+            f" {', '.join(unused)}; add them to buy or rented to weigh them"
+        )
+    budgeted = [job.name for job in spec.jobs if job.budget_usd is not None]
+    if spec.inventory or budgeted:  # fleet sizes what to own: no inventory, budgets bound rent
+        ignored = ["[inventory]"] if spec.inventory else []
+        if budgeted:
+            ignored.append(f"{FLEET_IGNORED_JOB_KEY} ({', '.join(budgeted)})")
+        warnings.append(f"fleet sizes what to buy and ignores {' and '.join(ignored)}; portfolio plans on an inventory")
+    return warnings
+
+
 def fleet(
     jobs_file: Path = typer.Argument(
         ...,
@@ -172,7 +233,7 @@ def fleet(
 ) -> None:
     """Rent (or reserve) vs buy: how many GPUs of each type to own for a set of jobs over a horizon."""
     from planner.api.fleet import plan_fleet
-    from ui.portfolio_file import file_requests, fleet_options, past_horizon, purchase_prices, read_jobs_file
+    from ui.portfolio_file import file_requests, fleet_options, past_horizon, read_jobs_file
 
     spec = read_jobs_file(jobs_file)
     for line in past_horizon(spec):  # trial s28c: portfolio said so, fleet did not
@@ -180,35 +241,14 @@ def fleet(
     chosen = choose_calibration(calibration, no_calibration)
     applied = applied_calibration(chosen)
     catalog = calibrated_catalog(applied)
-    prices = purchase_prices(spec, catalog)
-    for gpu_id, usd in prices.items():
-        check_range(f"{jobs_file}: purchase_usd.{gpu_id}", usd, 0, MAX_PURCHASE_USD, low_open=True)
+    prices = fleet_prices(spec, catalog, jobs_file)
     if not prices or spec.horizon_days is None:
         raise ValueError(f"{jobs_file}: fleet needs horizon_days and GPU types to buy ([purchase_usd] or buy = [...])")
     # the types to buy, and those the file rents only (trial s36: a B200 quote and rented = ["b200"]
     # were ignored, and the urgent job was rented on 1,024 H100): a rented job may run on either
     requests = file_requests(spec, {g: None for g in [*prices, *spec.rented]}, jobs_file)
-    both = sorted(set(spec.rented) & set(prices))
-    if both:  # review s27: rented was dropped without a word
-        # review s44: under a reserved kind the fleet reserves, not rents
-        render.warn(
-            f"rented lists {', '.join(both)}, a type to buy: fleet weighs buying it against renting (or reserving) it, as every type to buy"
-        )
-    powered = sorted(set(spec.ownership.wall_power_w) - set(prices))
-    if powered:  # trial s36: dropped without a word
-        render.warn(f"fleet buys none of {', '.join(powered)} and ignores its [ownership].wall_power_w")
-    unused = sorted(set(spec.rent_usd_per_gpu_hour) - set(prices) - set(spec.rented))
-    if unused:  # trial s28c: an H20 quote was dropped without a word
-        render.warn(
-            f"fleet plans on the types to buy and to rent and ignores [rent_usd_per_gpu_hour] of"
-            f" {', '.join(unused)}; add them to buy or rented to weigh them"
-        )
-    budgeted = [job.name for job in spec.jobs if job.budget_usd is not None]
-    if spec.inventory or budgeted:  # fleet sizes what to own: no inventory, budgets bound rent
-        ignored = ["[inventory]"] if spec.inventory else []
-        if budgeted:
-            ignored.append(f"{FLEET_IGNORED_JOB_KEY} ({', '.join(budgeted)})")
-        render.warn(f"fleet sizes what to buy and ignores {' and '.join(ignored)}; portfolio plans on an inventory")
+    for line in fleet_ignored(spec, prices):
+        render.warn(line)
     try:
         with render.working(f"sizing the fleet for {len(requests)} jobs", quiet=as_json):
             options = {**fleet_options(spec, catalog), "calibration": None if applied is None else applied.record}
