@@ -8,7 +8,7 @@ from pathlib import Path
 
 from rich.table import Table
 
-from planner.api.portfolio import JobFigures, job_figures, portfolio_bands
+from planner.api.portfolio import JobFigures, PortfolioBands, job_figures, portfolio_bands
 from planner.catalog.held_price import HeldPrice
 from planner.catalog.prices import PriceBasis
 from planner.fmt import counted, money, money_band, number_band
@@ -184,57 +184,80 @@ def portfolio(
     for message in solution.warnings:  # on stderr, as plan's
         warn(message)
     if as_json:
-        data = {
-            "feasible": True,
-            **no_infeasibility(),
-            "warnings": list(solution.warnings),
-            "assignments": rows,
-            "total_cost_usd": solution.total_cost_usd,
-            "total_cost_band_usd": bands.jobs_cost_usd,
-            "idle_cost_usd": solution.idle_cost_usd,
-            "idle_cost_band_usd": bands.idle_cost_usd,
-            "makespan_days": solution.makespan_s / SECONDS_PER_DAY,
-            "makespan_band_days": bands.makespan_days,
-            "solver": solution.solver,
-            "exact": solution.exact,
-            # the objective above lower_bound (a bound on every schedule), relative (None: the model's optimum)
-            "stopped_gap": solution.stopped_gap,
-            "lower_bound": solution.lower_bound,
-            "lanes": solution.lanes,  # the lanes' schedule answered (planner/search/lanes.py)
-            "owned_rate_basis": owned_basis,
-            # under a reserved price kind the GPUs reserved for whole terms, and what all of it bills
-            "reserved": [reserved_json(r) for r in solution.reserved],
-            "reserved_cost_usd": sum(r.cost_usd for r in solution.reserved),
-            "billed_usd": solution.billed_usd,
-            "run_losses": jobs_run_losses_json({a.job: a.plan.run_losses for a in solution.assignments}),
-        }
-        data["job_dirs"] = None if emitted is None else {job: str(j.parent) for job, j in emitted.items()}
+        data = portfolio_json(solution, rows, bands, owned_basis, emitted)
         emit_json(data if calibration is None else {**data, "calibration": calibration_json(calibration)})
         return
     calibration_line(calibration)
     out.print(portfolio_table(solution, rows, figures))
     for line in jobs_figures_lines({a.job: a.plan.run_losses for a in solution.assignments}):
         out.print(line, markup=False)
+    out.print(totals_words(solution, figures, bands))
+    for line in under_totals_lines(solution, owned_basis, prices):
+        out.print(line, markup=False)
+    for line in accuracy_lines(figures):
+        out.print(line)
+    for job, job_json in (emitted or {}).items():
+        out.print(f"{job}: job written to {job_json.parent} (run it: trainplan run {job_json.parent})")
+
+
+def portfolio_json(
+    solution, rows: list[dict], bands: PortfolioBands, owned_basis: str | None, emitted: dict[str, Path] | None
+) -> dict:
+    """portfolio --json of a found portfolio (``rows``: each job's ``job_row``; ``bands``: the
+    totals' at every job's band ends), less the calibration."""
+    return {
+        "feasible": True,
+        **no_infeasibility(),
+        "warnings": list(solution.warnings),
+        "assignments": rows,
+        "total_cost_usd": solution.total_cost_usd,
+        "total_cost_band_usd": bands.jobs_cost_usd,
+        "idle_cost_usd": solution.idle_cost_usd,
+        "idle_cost_band_usd": bands.idle_cost_usd,
+        "makespan_days": solution.makespan_s / SECONDS_PER_DAY,
+        "makespan_band_days": bands.makespan_days,
+        "solver": solution.solver,
+        "exact": solution.exact,
+        # the objective above lower_bound (a bound on every schedule), relative (None: the model's optimum)
+        "stopped_gap": solution.stopped_gap,
+        "lower_bound": solution.lower_bound,
+        "lanes": solution.lanes,  # the lanes' schedule answered (planner/search/lanes.py)
+        "owned_rate_basis": owned_basis,
+        # under a reserved price kind the GPUs reserved for whole terms, and what all of it bills
+        "reserved": [reserved_json(r) for r in solution.reserved],
+        "reserved_cost_usd": sum(r.cost_usd for r in solution.reserved),
+        "billed_usd": solution.billed_usd,
+        "run_losses": jobs_run_losses_json({a.job: a.plan.run_losses for a in solution.assignments}),
+        "job_dirs": None if emitted is None else {job: str(j.parent) for job, j in emitted.items()},
+    }
+
+
+def totals_words(solution, figures: list[JobFigures], bands: PortfolioBands) -> str:
+    """The line under the table: the jobs' cost at their risk, the owned GPUs' idle cost, when all
+    are done, and which model answered."""
     days = solution.makespan_s / SECONDS_PER_DAY
-    out.print(
+    return (
         f"jobs {money_band(solution.total_cost_usd, bands.jobs_cost_usd)} at {risk_words(figures)}"
         f"{'' if bands.jobs_cost_usd is None else ' (80 % bands summed)'}, owned GPUs idle until the last job ends"
         f" {money_band(solution.idle_cost_usd, bands.idle_cost_usd)};"
         f" all done by {day_words(days, solution.makespan_s, bands.makespan_days)}"
         f" ({model_words(solution)})"
     )
-    for r in solution.reserved:
-        out.print(reserved_words(r), markup=False)
+
+
+def under_totals_lines(solution, owned_basis: str | None, prices: dict[str, HeldPrice] | None) -> list[str]:
+    """What the totals rest on: each reserved type's terms and the whole bill, the owned-GPU rate's
+    basis (``owned_basis_words``), the rented (reserved) types' prices."""
+    lines = [reserved_words(r) for r in solution.reserved]
     if solution.reserved:  # the terms' unused hours are paid too: the total says so
-        out.print(f"billed in all {money(solution.billed_usd)}: the jobs, owned GPUs idle and the reserved terms whole")
+        lines.append(
+            f"billed in all {money(solution.billed_usd)}: the jobs, owned GPUs idle and the reserved terms whole"
+        )
     if owned_basis:
-        out.print(owned_basis, markup=False)
+        lines.append(owned_basis)
     if prices:
-        out.print(held_rates_words(prices, bool(solution.reserved)), markup=False)
-    for line in accuracy_lines(figures):
-        out.print(line)
-    for job, job_json in (emitted or {}).items():
-        out.print(f"{job}: job written to {job_json.parent} (run it: trainplan run {job_json.parent})")
+        lines.append(held_rates_words(prices, bool(solution.reserved)))
+    return lines
 
 
 def held_rates_words(prices: dict[str, HeldPrice], reserving: bool) -> str:
