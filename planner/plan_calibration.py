@@ -57,7 +57,8 @@ class PlanCalibration(BaseModel):
 
 def rate_gpus(record: PlanCalibration | None) -> frozenset[str]:
     """The GPUs whose kernel rates a calibration file measured: their ceiling is lifted (a file of
-    a measured job only lifts it for that job's own shape: planner/api ``judged_estimate``)."""
+    a measured job only lifts it for that job's own shape: planner/api/ceiling_estimate.py
+    ``judged_estimate``)."""
     return frozenset(() if record is None else record.rate_gpus)
 
 

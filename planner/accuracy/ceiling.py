@@ -13,10 +13,11 @@ ceiling binds it later, never sooner. A job over more than one node (``Feature.M
 held at what jobs of more than one node measured: an 8-GPU record (MPT-3B at 512 tokens, 64 % on A100)
 says nothing of 2,048 GPUs.
 A calibration file that measured the GPU's kernel rates lifts the ceiling for it, one that measured
-a job only for that job's own shape (planner/api ``judged_estimate``; the user's own measurement
-outranks the published ones; planner/accuracy/__init__.py). The point is held, not its band: about
-one validation row in ten beat the ceiling its regime had without its source (bench/validate_bands.py
-counts them), so the band's fast end may pass it (docs/validation.md, "The efficiency ceiling").
+a job only for that job's own shape (``judged_estimate``, planner/api/ceiling_estimate.py; the
+user's own measurement outranks the published ones; planner/accuracy/__init__.py). The point is
+held, not its band: about one validation row in ten beat the ceiling its regime had without its
+source (bench/validate_bands.py counts them), so the band's fast end may pass it (docs/validation.md,
+"The efficiency ceiling").
 """
 
 from __future__ import annotations

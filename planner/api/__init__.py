@@ -12,10 +12,9 @@ import math
 import time
 from dataclasses import dataclass, field
 
-from planner import accuracy
 from planner.accuracy import DEFAULT_RISK, Risk
-from planner.accuracy.ceiling import ceiling_regime, coarse_experts
 from planner.api.batch_offers import LargerBatch, with_batch_fix, with_larger_batch
+from planner.api.ceiling_estimate import judged_estimate
 from planner.api.judged import RiskSetting, judged_at_risk, judged_cost_usd, judged_hours
 from planner.api.notices import (
     LONG_JOB_WARNING_DAYS,
@@ -30,25 +29,24 @@ from planner.api.notices import (
 )
 from planner.api.side_answers import memory_at_model_warnings, side_rows, solve_at_risk
 from planner.catalog.calibration import AppliedCalibration
-from planner.catalog.hardware import Catalog, GPUSpec, load_catalog
+from planner.catalog.hardware import Catalog, load_catalog
 from planner.catalog.networks import canonical_network, catalog_on_network
 from planner.catalog.terms import term_billing
 from planner.count_probe import cap_diagnosis, deadline_fix, memory_fix
 from planner.errors import InfeasiblePlan
 from planner.frontier import Knee, NearTie, OverBudget
 from planner.idle import IdleGPUs
-from planner.job_fit import measured_job_use, shape_words
 from planner.layout import Layout, TrainingConfig
 from planner.model.attention_kernels import AttentionKernel
 from planner.model.candidates import Candidates
-from planner.model.estimate import estimate, gpus_per_node_of
+from planner.model.estimate import estimate
 from planner.model.optimizer_precision import DEFAULT_OPTIMIZER_PRECISION, OptimizerPrecision
 from planner.model.profiles import kernel_choice
 from planner.model.run_loss_inputs import DEFAULT_RUN_LOSSES, RunLossInputs
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.model.stacks import STACK_SETTINGS, Stack
-from planner.plan import Estimate, Plan
+from planner.plan import Plan
 from planner.plan_calibration import PlanCalibration, rate_gpus, rates_measured
 from planner.reports import ReplanRequest
 from planner.request import (
@@ -172,62 +170,6 @@ def plan_from_row(
         optimizer_precision=request.optimizer_precision,
         run_losses=request.run_losses,
         network=canonical_network(catalog, request.network),
-    )
-
-
-def judged_estimate(
-    model: ModelSpec,
-    gpu: GPUSpec,
-    layout: Layout,
-    training: TrainingConfig,
-    *,
-    num_gpus: int,
-    num_nodes: int | None,
-    catalog: Catalog,
-    settings: ModelingSettings,
-    training_tokens: float | None,
-    stack: Stack,
-    measured_rates: bool,
-    trainer_rules: bool,
-    named_kernel: str = "",
-) -> Estimate:
-    """``estimate`` held at the efficiency ceiling of its regime, with the error band of every
-    figure (planner/accuracy). The ceiling is lifted where a calibration file measured the GPU's
-    kernel rates (``measured_rates``) or measured this very job (``measured_job_use``: a job of
-    another shape corrects it by extrapolation, under the ceiling). ``named_kernel``: the attention
-    kernel the user named, where its stack would not pick it (a recipe's kernel, in ``settings``, is its
-    stack's own; "": none)."""
-    resolved = layout.resolve(num_gpus)
-    # the nodes the estimate will hold the GPUs on: DeepSpeed's ZeRO-3 across them is a band
-    # feature no row measured (the ceiling reads no node fact beyond the GPU count)
-    node = catalog.node(gpu.default_node)
-    per_node = gpus_per_node_of(num_gpus, num_nodes, node)
-    regime = accuracy.regime_for(
-        Stack(stack).value, gpu, resolved, training, model.is_moe, named_kernel, per_node, node.scaleup_domain_size
-    )
-    shape = shape_words(model.name, num_gpus, gpu.id, resolved.describe(Stack(stack).fsdp_word), training, Stack(stack))
-    job = measured_job_use(gpu, shape)
-    lifted = measured_rates or (job is not None and job.exact)
-    ceiling = accuracy.ceiling_of(ceiling_regime(regime, coarse_experts(model)), gpu, lifted)
-    est = estimate(
-        model,
-        gpu,
-        layout,
-        training,
-        num_gpus=num_gpus,
-        num_nodes=num_nodes,
-        catalog=catalog,
-        settings=settings,
-        training_tokens=training_tokens,
-        trainer_rules=trainer_rules,
-        mfu_ceiling=None if ceiling is None else ceiling.mfu,
-        stack=Stack(stack),
-    )
-    return est.model_copy(
-        update={
-            "uncertainty": accuracy.uncertainty(est, regime, ceiling, job),
-            "ceiling": accuracy.efficiency_ceiling(ceiling, est),
-        }
     )
 
 
