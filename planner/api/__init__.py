@@ -61,7 +61,7 @@ from planner.request import (
     requested_batch_tokens,
     run_settings,
 )
-from planner.search.ilp import SingleSolution
+from planner.search.ilp import ScoredTable, SingleSolution
 from planner.search.score import scored_table, search_space
 from planner.search.space import build_candidates
 from planner.stack_rules import configuration_problem
@@ -222,6 +222,48 @@ def search(
     offers' own searches, which keep only a feasible answer)."""
     settings = request_settings(request, settings)
     started = time.perf_counter()
+    scope = search_scope(request, catalog, calibration, settings)
+    try:
+        solution, table, at_model = solve_at_risk(request, scope.table, scope.deadline_s, scope.inventory)
+    except InfeasiblePlan as within:
+        if not probe:
+            raise
+        raise explained(within, request, scope.catalog, scope.gpus, scope.limits, scope.deadline_s, settings) from None
+    return search_result(scope, solution, table, at_model, started)
+
+
+@dataclass(frozen=True)
+class SearchScope:
+    """What one search of a request runs over (``search_scope``): its catalog before and after the
+    request's prices, the GPU types and counts, the candidates and their table scored at the request."""
+
+    request: PlanRequest
+    settings: ModelingSettings
+    record: PlanCalibration | None  # the calibration file's, which every plan keeps
+    unpriced: Catalog
+    catalog: Catalog
+    gpus: dict[str, int | None]
+    limits: CountLimits
+    candidates: Candidates
+    table: ScoredTable
+    # check_rows allows only the types an inventory names: a type without one (None) takes its
+    # searched count limit beside those that have one
+    inventory: dict[str, int] | None
+    deadline_s: float | None
+
+    @property
+    def gpu_ids(self) -> list[str]:
+        return list(self.gpus)
+
+    def plan_of(self, row: int) -> Plan:
+        """One scored row re-scored and wrapped as a Plan (``plan_from_row``)."""
+        return plan_from_row(self.request, self.candidates, row, self.gpu_ids, self.catalog, self.settings, self.record)
+
+
+def search_scope(
+    request: PlanRequest, catalog: Catalog | None, calibration: AppliedCalibration | None, settings: ModelingSettings
+) -> SearchScope:
+    """The request's catalog, GPU types, count limits and candidates, scored (``scored_table``)."""
     base, record = calibrated(catalog, calibration)
     unpriced = base or load_catalog()
     catalog = request_catalog(request, unpriced, settings)
@@ -229,24 +271,19 @@ def search(
     limits = count_limits(request, gpus)
     space = search_space(request, limits.largest)
     c = build_candidates(request.model, catalog, dict(limits.limits), space)
-    gpu_ids = list(gpus)
-    table = scored_table(request, catalog, c, gpu_ids, space, settings, rate_gpus(record))
-    # check_rows allows only the types an inventory names: a type without one (None) takes its
-    # searched count limit beside those that have one.
+    table = scored_table(request, catalog, c, list(gpus), space, settings, rate_gpus(record))
     limited = any(n is not None for n in gpus.values())
     inventory = {g: limits.limits[g] if n is None else n for g, n in gpus.items()} if limited else None
     deadline_s = None if request.deadline_days is None else request.deadline_days * SECONDS_PER_DAY
-    try:
-        scored = table
-        solution, table, at_model = solve_at_risk(request, table, deadline_s, inventory)
-    except InfeasiblePlan as within:
-        if not probe:
-            raise
-        raise explained(within, request, catalog, gpus, limits, deadline_s, settings) from None
+    return SearchScope(request, settings, record, unpriced, catalog, gpus, limits, c, table, inventory, deadline_s)
 
-    def wrap(row: int) -> Plan:
-        return plan_from_row(request, c, row, gpu_ids, catalog, settings, record)
 
+def search_result(
+    scope: SearchScope, solution: SingleSolution, table: ScoredTable, at_model: bool, started: float
+) -> PlanResult:
+    """The answer of a solved search: the chosen row and every row it is weighed against (``table``,
+    the one solved at the request's risk) as plans, with their warnings; ``started``: when the search began."""
+    request, wrap = scope.request, scope.plan_of
     chosen = wrap(solution.row)
     assert chosen.estimate.time_to_train_h is not None  # plan() always has training tokens
     assert math.isclose(
@@ -254,8 +291,11 @@ def search(
         float(table.extra["model_time_s"][solution.row]),
         rel_tol=1e-6,
     ), "scalar re-score disagrees with the vectorised score"
-    held = {g: n for g, n in gpus.items() if n is not None}
-    side = side_rows(request, c, table, catalog, gpu_ids, solution.row, deadline_s, inventory, held, scored)
+    held = {g: n for g, n in scope.gpus.items() if n is not None}
+    side = side_rows(
+        request, scope.candidates, table, scope.catalog, scope.gpu_ids, solution.row, scope.deadline_s,
+        scope.inventory, held, scope.table,
+    )  # fmt: skip
     varied_plan = None if side.varied is None else wrap(side.varied.row)
     alternatives = tuple(wrap(r) for r in solution.alternatives)
     per_gpu = tuple(wrap(r) for r in solution.best_per_gpu) if request.per_gpu else None
@@ -264,12 +304,12 @@ def search(
         plan=chosen,
         alternatives=alternatives,
         solution=solution,
-        num_candidates=len(c),
+        num_candidates=len(scope.candidates),
         seconds=time.perf_counter() - started,
-        warnings=search_warnings(request, unpriced, catalog, chosen, side.varied, varied_plan, shown)
+        warnings=search_warnings(request, scope.unpriced, scope.catalog, chosen, side.varied, varied_plan, shown)
         + memory_at_model_warnings(request, chosen, at_model),
-        count_limits=limits.limits,
-        count_caps=limits.caps,
+        count_limits=scope.limits.limits,
+        count_caps=scope.limits.caps,
         near_tie=side.tie,
         near_tie_plan=None if side.tie is None else wrap(side.tie.row),
         knee=side.knee,
@@ -283,7 +323,7 @@ def search(
         vary_batch=side.varied,
         vary_batch_plan=varied_plan,
         per_gpu=per_gpu,
-        searched_gpus=tuple(gpu_ids),
+        searched_gpus=tuple(scope.gpu_ids),
     )
 
 
