@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ui import render
+from ui import render, render_calibration
 
 CALIBRATION_FILE = Path("trainplan") / "calibration.toml"
 
@@ -138,7 +138,7 @@ def run_calibration(
         if gpu_id in existing.jobs:
             render.warn(f"{out}: the measured job correction of {gpu_id} was dropped (fitted against the old rates)")
     path = _write(out, CalibrationFile(machine, rates, jobs))
-    render.calibrated(path, gpu_id, values)
+    render_calibration.calibrated(path, gpu_id, values)
     if target.type == "cpu":
         render.warn(cpu_rates_warning(path, (gpu_id,)))
     if interrupted:
@@ -231,7 +231,7 @@ def calibrate_from_job(job_dir: Path, gpu: str | None, out: Path | None) -> None
         date=datetime.date.today().isoformat(),
     )
     path = _write(out, CalibrationFile(existing.machine, existing.rates, {**existing.jobs, plan.gpu: measured}))
-    render.job_calibrated(path, plan.gpu, measured, measured_in, plan.estimate.time.step_s)
+    render_calibration.job_calibrated(path, plan.gpu, measured, measured_in, plan.estimate.time.step_s)
 
 
 STALE_REPORT_S = 60.0  # exit_status.json this much newer than the report: a later launch's

@@ -13,14 +13,13 @@ from planner.search.ownership import per_busy_hour
 from planner.units import DAYS_PER_YEAR, HOURS_PER_DAY, SECONDS_PER_DAY
 from ui.render import (
     add_columns,
-    calibration_json,
-    calibration_line,
     emit_json,
     no_infeasibility,
     out,
     warn,
     whole_words,
 )
+from ui.render_calibration import calibration_json, calibration_line
 from ui.render_lines import figures_words, jobs_run_losses_json
 
 

@@ -18,8 +18,6 @@ from planner.search.ilp import Objective
 from planner.units import SECONDS_PER_HOUR
 from ui.render import (
     add_columns,
-    calibration_json,
-    calibration_line,
     emit_json,
     infeasible,
     listed_json,
@@ -32,6 +30,7 @@ from ui.render import (
     whole_words,
     written_line,
 )
+from ui.render_calibration import calibration_json, calibration_line
 
 
 def risk_line(result) -> str:

@@ -16,14 +16,13 @@ from planner.plan_accuracy import Standing
 from planner.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 from ui.render import (
     add_columns,
-    calibration_json,
-    calibration_line,
     emit_json,
     no_infeasibility,
     out,
     warn,
     whole_words,
 )
+from ui.render_calibration import calibration_json, calibration_line
 from ui.render_fleet import depreciation_words
 from ui.render_lines import jobs_figures_lines, jobs_run_losses_json
 

@@ -1,0 +1,81 @@
+"""The CLI's words for calibration files: the file a result used (``calibration_line``, its JSON
+``calibration_json``) and what ``trainplan calibrate`` wrote (``calibrated``, ``job_calibrated``).
+Split from ui/render.py (it passed 500 lines)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from planner.fmt import counted
+from planner.plan_calibration import CalibratedGpu, PlanCalibration
+from ui.terminal import out
+
+
+def calibration_json(calibration, record: PlanCalibration | None = None) -> dict | None:
+    """The calibration a result used: the plan's record of the file, with why it applied
+    (``source``: ui.calibration.CalibrationChoice's, or "plan" for a plan file's own); None
+    without one. Without a plan (an infeasible answer) only the chosen file."""
+    if record is None:
+        return None if calibration is None else calibration.as_json()
+    source = "plan" if calibration is None else calibration.as_json()["source"]
+    return {"file": record.file, "source": source, **record.model_dump(mode="json", exclude={"file"})}
+
+
+def calibration_summary(record: PlanCalibration) -> str:
+    """'sha256 1f2e3d4c5b6a, h100-sxm: 4 rates + measured job, measured on node-17 2026-12-01'."""
+    entries = ", ".join(_overrides(g) for g in record.gpus)
+    machine = "" if record.machine is None else f", measured on {record.machine.host} {record.machine.date}"
+    return f"sha256 {record.sha256[:12]}, {entries}{machine}"
+
+
+def _overrides(gpu: CalibratedGpu) -> str:
+    """'h100-sxm: 4 rates + measured job': what a calibration file overrode for one GPU."""
+    rates = counted(len(gpu.rates), "rate")
+    parts = ([rates] if gpu.rates else []) + (["measured job"] if gpu.measured_job else [])
+    return f"{gpu.gpu}: {' + '.join(parts)}"
+
+
+def calibration_line(calibration, record: PlanCalibration | None = None, gpu: str | None = None) -> None:
+    """One line naming the calibration file applied (so a default file never acts silently) and,
+    from the plan's record, its hash and what it overrode; where the plan's ``gpu`` is not among
+    those, that it was timed at the catalog's rates (trial s38: "applied" above an A100 estimate
+    the file did not touch)."""
+    if calibration is None and record is None:
+        return
+    if calibration is None:
+        assert record is not None
+        line = f"calibration: the plan was made with {record.file}"
+    else:
+        line = calibration.line()
+    if record is not None:
+        line = f"{line}; {calibration_summary(record)}"
+        if gpu is not None and record.entry(gpu) is None:
+            line += f"; {gpu}: not in the file, timed at the catalog's rates"
+    out.print(line, markup=False)
+
+
+def calibrated(path: Path, gpu_id: str, values: dict[str, float]) -> None:
+    out.print(f"measured rates for {gpu_id} written to {path} (use: --calibration {path})")
+    for name, value in values.items():
+        out.print(f"  {name} = {value:,.4g}")
+
+
+def job_calibrated(path: Path, gpu_id: str, job, measured_in: str, planned_step_s: float) -> None:
+    """``calibrate --calibrate-from``: the job's corrections (a MeasuredJob) and where they went;
+    ``planned_step_s``: the step the job's plan said (trial s38: the fit's own prediction, the
+    model before the efficiency ceiling, appeared nowhere else)."""
+    out.print(f"measured job correction for {gpu_id} written to {path} (from {measured_in})", markup=False)
+    out.print(f"  job {job.name}: {job.shape}", markup=False)
+    planned = (
+        "" if round(planned_step_s, 4) == round(job.predicted_step_s, 4) else f"; the plan said {planned_step_s:.4g} s"
+    )
+    out.print(
+        f"  step {job.step_s:.4g} s measured, {job.predicted_step_s:.4g} s the model predicted"
+        f" (with the file's rates, before any efficiency ceiling{planned}): compute x {job.compute_time_factor:.4g}",
+        markup=False,
+    )
+    out.print(
+        f"  peak {job.peak_gib:.4g} GiB measured, {job.predicted_peak_gib:.4g} GiB predicted:"
+        f" memory x {job.memory_factor:.4g}",
+        markup=False,
+    )
