@@ -369,18 +369,22 @@ _LABELS: dict[str, tuple[str, str]] = {
     "larger_batch_cost": (
         "The batch, {sequences:,} sequences, is fewer than the {num_gpus:,} GPUs, so {split} split each one. At"
         " {batch:,} tokens per step (one sequence per GPU) it would cost {saving:.0%} less at {risk}: {figure}"
-        " against {chosen} ({gpus:,} × {gpu}). A larger batch changes the training.",
+        " against {chosen} ({gpus:,} × {gpu}, {layout}{own}). A larger batch changes the training.",
         "批大小只有 {sequences:,} 个序列，少于 {num_gpus:,} 块 GPU，因此每个序列须由 {split} 拆分。"
         "若每步 {batch:,} 个 token（每块 GPU 一个序列），{risk} 分位下费用可降低 {saving:.0%}：{figure}，"
-        "现方案为 {chosen}（{gpus:,} × {gpu}）。更大的批会改变训练本身。",
+        "现方案为 {chosen}（{gpus:,} × {gpu}，{layout}{own}）。更大的批会改变训练本身。",
     ),
     "larger_batch_time": (
         "The batch, {sequences:,} sequences, is fewer than the {num_gpus:,} GPUs, so {split} split each one. At"
         " {batch:,} tokens per step (one sequence per GPU) it would take {saving:.0%} less time at {risk}: {figure}"
-        " against {chosen} ({gpus:,} × {gpu}). A larger batch changes the training.",
+        " against {chosen} ({gpus:,} × {gpu}, {layout}{own}). A larger batch changes the training.",
         "批大小只有 {sequences:,} 个序列，少于 {num_gpus:,} 块 GPU，因此每个序列须由 {split} 拆分。"
         "若每步 {batch:,} 个 token（每块 GPU 一个序列），{risk} 分位下训练时间可缩短 {saving:.0%}：{figure}，"
-        "现方案为 {chosen}（{gpus:,} × {gpu}）。更大的批会改变训练本身。",
+        "现方案为 {chosen}（{gpus:,} × {gpu}，{layout}{own}）。更大的批会改变训练本身。",
+    ),
+    "larger_batch_own": (  # planner/api/batch_offers.py own_figures: the headline's kind of figure (trial s48 M6)
+        "; {figure} against {chosen} by the model's own figure",
+        "；按模型自身的估计为 {figure}，现方案为 {chosen}",
     ),
     "larger_batch_nearer": (
         "At {batch:,} tokens per step it would already save {saving:.0%}.",
@@ -488,6 +492,12 @@ _LABELS: dict[str, tuple[str, str]] = {
         "Judged at {risk}: {time}, {cost} (the search compares plans at this quantile of their band).",
         "按 {risk} 评判：{time}，{cost}（搜索按误差区间的这一分位数比较各方案）。",
     ),
+    "card_few_rows": (  # Uncertainty.few_rows_end, the CLI's few_rows_line (buyer trial s48 M2)
+        "{risks} both read the farthest of the measured rows of {regime} ({errors}): too few rows to tell one"
+        " quantile from another.",
+        "{risks} 均取自 {regime} 的实测数据中最远的一行（{errors}）：数据太少，无法区分这两个分位数。",
+    ),
+    "and_join": ("{items} and {last}", "{items} 与 {last}"),
     "envelope_circular": (
         "Not independently validated: the measured rows of {regime} ({rows}, from {sources}) also set the"
         " efficiency ceiling this figure is held at, so it repeats them.",

@@ -12,6 +12,7 @@ from planner.accuracy.bands import MIN_ROWS
 from planner.accuracy.regime import LONG_SEQUENCE_TOKENS, Feature, link_apart_parts, said_features
 from planner.accuracy.residuals import source_name
 from planner.api import PlanResult
+from planner.api.batch_offers import own_figures
 from planner.catalog.prices import DearerKind
 from planner.catalog.specs import vendor_of
 from planner.catalog.terms import Commitment
@@ -375,6 +376,8 @@ def larger_batch_text(tr: Labels, result: PlanResult) -> str | None:
     def shown(value: float) -> str:  # USD, or hours of training
         return money(value) if cost else duration(tr, value)
 
+    # the CLI's figures: the risk's, then the model's own (the headline's; trial s48 M6)
+    own = own_figures(other, result.plan, cost)
     text = tr(
         "larger_batch_cost" if cost else "larger_batch_time",
         figure=shown(offer.figure),
@@ -387,6 +390,8 @@ def larger_batch_text(tr: Labels, result: PlanResult) -> str | None:
         risk=offer.risk.value,
         gpus=other.num_gpus,
         gpu=other.gpu,
+        layout=plain(other.layout_words),
+        own="" if own is None else tr("larger_batch_own", figure=shown(own[0]), chosen=shown(own[1])),
     )
     if offer.nearer is None:
         return text

@@ -28,6 +28,7 @@ from planner.model.attention_kernels import AttentionKernel
 from planner.model.profiles import own_model_profile
 from planner.model.rates import KERNEL_WORDS
 from planner.plan import Plan
+from planner.plan_accuracy import Uncertainty
 from planner.request import hf_moe_stack, left_out_gpus
 from ui import app_core
 from ui.cached import cached_calibration, catalog
@@ -54,6 +55,7 @@ from ui.messages import (
     over_budget_text,
     per_second,
     plan_note_texts,
+    regime_words_text,
     risk_text,
     short_duration,
     vary_batch_text,
@@ -218,6 +220,21 @@ def tie_rule_text(tr: Labels, result) -> str | None:
     return tr(key, fraction=rule.fraction, risk=rule.risk, best=best, rank=rule.rank + 1)
 
 
+def few_rows_text(tr: Labels, u: Uncertainty) -> str | None:
+    """p80 and p90 both the farthest of one regime's few rows (``Uncertainty.few_rows_end``), the
+    CLI's ui/render_lines.py ``few_rows_line`` (buyer trial s48 M2: both 17.1 days, unexplained)."""
+    end = u.few_rows_end
+    if end is None:
+        return None
+    *first, last = end.risks
+    return tr(
+        "card_few_rows",
+        risks=tr("and_join", items=tr.join(first), last=last),
+        regime=regime_words_text(tr, end.regime_parts),
+        errors=tr.join(f"{x:+.0%}" for x in end.errors),
+    )
+
+
 def loss_text(tr: Labels, e) -> str | None:
     """The stack's loss as counted (``MemoryEstimate.loss_chunk_tokens``; trial s36: HF Trainer's full
     fp32 logits were nowhere in the output); None for a plan file from before."""
@@ -246,7 +263,7 @@ def card_captions(
         time, cost = duration(tr, u.time_to_train_h_at_risk[risk]), app_core.money(u.cost_usd_at_risk[risk])
         lines.append(tr("card_at_risk", risk=risk, time=time, cost=cost))
         # trial s35 (app): the card chose 32 x b200 where 16 x b200 was cheaper at p80, said under Top plans only
-        lines += [*filter(None, (tie_rule_text(tr, result),))]
+        lines += [*filter(None, (few_rows_text(tr, u), tie_rule_text(tr, result)))]
     # trial s28d: the CLI said the median, the card did not; trial s33: judged at p50, it repeated that line
     if (median := median_offset(e)) is not None and result.risk.value != "p50":
         lines.append(median_text(tr, median))

@@ -1,0 +1,63 @@
+"""Two CLI lines the card lacked (helper app48): a regime's few rows setting both p80 and p90
+(``Uncertainty.few_rows_end``, ui/render_lines.py ``few_rows_line``; buyer trial s48 M2) and the
+larger-batch offer's figures by the model's own figure beside the risk's (planner/api/batch_offers.py
+``own_figures``; buyer trial s48 M6). Expected values come from the planner's answer."""
+
+from __future__ import annotations
+
+import pytest
+from support.app import EN, ZH, planned, request_for, run_app
+
+from planner.catalog.models import get_preset
+from ui.app_core import money
+from ui.messages import duration, regime_words_text
+
+MIXTRAL_FP8 = dict(preset="mixtral-8x7b", tokens_mode="absolute", tokens_billions=1000.0, precision="fp8")
+MIXTRAL_FP8.update(deadline_days=30.0, seq_len=4096)
+
+
+@pytest.mark.parametrize("tr", [EN, ZH], ids=["en", "zh"])
+def test_the_card_says_where_a_regimes_few_rows_set_p80_and_p90(tr):
+    request = request_for(
+        get_preset("mixtral-8x7b"), training_tokens=1e12, gpus={"h100-sxm": None}, precision="fp8",
+        deadline_days=30, seq_len=4096,
+    )  # fmt: skip
+    e = planned(request).plan.estimate
+    end = e.uncertainty.few_rows_end
+    assert end is not None and end.risks == ("p80", "p90") and e.time_h_at("p80") == e.time_h_at("p90")
+    captions = [c.value for c in run_app(gpus=["h100-sxm"], lang=tr.lang, **MIXTRAL_FP8).caption]
+    (line,) = [c for c in captions if c.startswith(tr("and_join", items="p80", last="p90"))]
+    assert regime_words_text(tr, end.regime_parts) in line
+    assert tr.join(f"{x:+.0%}" for x in end.errors) in line
+    # the judged figure first, then why p90 reads the same
+    judged = tr("card_at_risk", risk="p80", time=duration(tr, e.time_h_at("p80")), cost=money(e.cost_usd_at("p80")))
+    assert captions.index(line) == captions.index(judged) + 1
+
+
+def test_a_plan_whose_p80_and_p90_differ_has_no_such_line():
+    e = planned(request_for()).plan.estimate
+    assert e.time_h_at("p80") < e.time_h_at("p90") and e.uncertainty.few_rows_end is None
+    captions = [c.value for c in run_app().caption]
+    assert not [c for c in captions if "both read the farthest" in c]
+
+
+@pytest.mark.parametrize("tr", [EN, ZH], ids=["en", "zh"])
+def test_the_larger_batch_offer_gives_the_models_own_figures_as_the_cli_does(tr):
+    request = request_for(
+        get_preset("llama3-8b"), training_tokens=15e12, gpus={"h100-sxm": 2048}, objective="time", seq_len=4096
+    )
+    result = planned(request)
+    other, chosen = result.larger_batch_plan, result.plan
+    assert result.larger_batch is not None and other is not None
+    at = run_app(
+        gpus=["h100-sxm"], inventory={"h100-sxm": 2048}, preset="llama3-8b", tokens_mode="absolute",
+        tokens_billions=15000.0, objective="time", seq_len=4096, lang=tr.lang,
+    )  # fmt: skip
+    (offer,) = [i.value for i in at.info if str(result.larger_batch.batch_tokens // 1000) in i.value.replace(",", "")]
+    own = [duration(tr, p.estimate.time_to_train_h) for p in (other, chosen)]
+    assert own[0] != own[1]
+    assert tr("larger_batch_own", figure=own[0], chosen=own[1]) in offer
+    assert other.layout_words.split()[-1] in offer  # the offered plan's layout, as the CLI names it
+    # the risk's figures stay first: the saving is of them
+    risk = [duration(tr, p.estimate.time_h_at(result.larger_batch.risk.value)) for p in (other, chosen)]
+    assert offer.index(risk[0]) < offer.index(own[0])
