@@ -229,8 +229,25 @@ def deadline_fix(
             f"({best.layout} finishes in {duration_words(best.time_to_train_s)}"
             f"{best.batch_words(requested_batch_tokens(request))})"
         ) + over_budget_words(best, request)
-    count = None if best is None else NamedPlan(best.gpu, best.num_gpus, best.time_to_train_s)
+    count = None if best is None else named_count(best, request)
     return error.but(fix=error.fix + more, more_gpus_help=best is not None, more_gpus=count)
+
+
+def named_count(best: FittingCount, request: PlanRequest) -> NamedPlan:
+    """``best`` typed for the interfaces, with what the CLI's words add: its batch where
+    ``batch_words`` names one, its cost where ``over_budget_words`` says it breaks the budget."""
+    asked = requested_batch_tokens(request)
+    batch = best.batch_tokens if best.batch_words(asked) else None
+    over = bool(over_budget_words(best, request))
+    return NamedPlan(
+        best.gpu,
+        best.num_gpus,
+        best.time_to_train_s,
+        batch_tokens=batch,
+        batch_change=None if batch is None else batch / asked - 1,
+        cost_usd=best.cost_usd if over else None,
+        budget_usd=request.budget_usd if over else None,
+    )
 
 
 def over_budget_words(best: FittingCount, request: PlanRequest) -> str:

@@ -101,6 +101,14 @@ class NamedPlan:
     gpu: str
     num_gpus: int
     seconds: float  # its time to train, at the answer's risk
+    # a deadline fix's count past the inventory (count_probe.deadline_fix): its global batch where
+    # it is not the request's, and its cost at the risk (app48: the app's answer said neither, the
+    # CLI's both: "at a global batch of 4,325,376 tokens (+3.1%)", "over the request's budget")
+    # (a portfolio job's request is not the page's, so the figures the words need are all here)
+    batch_tokens: int | None = None
+    batch_change: float | None = None  # against the request's batch: 0.031 is +3.1 %
+    cost_usd: float | None = None  # at the answer's risk, where over the request's budget
+    budget_usd: float | None = None  # that budget
 
 
 class InfeasiblePlan(Exception):

@@ -72,9 +72,17 @@ MESSAGE_LABELS: dict[str, tuple[str, str]] = {
     # planner/count_probe.py deadline_fix: the fewest GPUs past the limit that meet the deadline (trial s48 M7)
     "why_deadline_more_gpus": (
         "The fastest plan needs {need}, the deadline is {have} (GPU limit: {limit}). Fix: allow {fix}, or "
-        "{gpus:,} × {gpu}, more than the limit allows, which finish in {time} at {risk}.",
+        "{gpus:,} × {gpu}, more than the limit allows, which finish in {time} at {risk}{batch}.{over}",
         "最快的方案需要 {need}，期限为 {have}（GPU 上限：{limit}）。解决办法：将期限放宽到 {fix}，或使用超出上限的 "
-        "{gpus:,} × {gpu}，按 {risk} 计 {time} 完成。",
+        "{gpus:,} × {gpu}，按 {risk} 计 {time} 完成{batch}。{over}",
+    ),
+    "more_gpus_batch": (  # NamedPlan.batch_tokens: the count's batch is not the one asked for (trial s38)
+        ", at a global batch of {batch:,} tokens ({change:+.1%})",
+        "（全局批大小 {batch:,} 个 token，{change:+.1%}）",
+    ),
+    "more_gpus_over_budget": (  # count_probe.over_budget_words (trial s43)
+        " At that count it costs {cost} at {risk}, over the {budget} budget.",
+        "该数量下按 {risk} 计费用为 {cost}，超出 {budget} 的预算。",
     ),
     "why_deadline_batch": (
         "Or a larger global batch, at least {batch:,} tokens per step (a sequence for each data-parallel rank),"

@@ -14,6 +14,7 @@ import re
 
 from planner.api import PlanRequest
 from planner.api.explore import WhyNot
+from planner.errors import NamedPlan
 from planner.fmt import budget_amounts
 from planner.limits import MAX_BUDGET_USD, MAX_DAYS
 from planner.plan import Plan
@@ -84,6 +85,7 @@ def _constraint_body(tr: Labels, infeasible: Infeasible, request: PlanRequest) -
         values.update(
             gpus=more.num_gpus, gpu=more.gpu, time=duration(tr, _hours(more.seconds)), risk=request.risk.value
         )
+        values.update(more_gpus_clauses(tr, more, request))
     if c == "budget" and (named := infeasible.named) is not None:  # trial s28d: which plan, and how long
         # the deadline the answer judged by: a portfolio job's own, not the sidebar's (review s35)
         deadline = infeasible.deadline_seconds
@@ -134,6 +136,19 @@ FLAG_FORMS = (
     re.compile(r"[a-z_]+ or (?P<flag>--[a-z-]+)"),  # global_batch_tokens or --global-batch-tokens
     re.compile(r"(?P<flag>--[a-z-]+) (?P<value>\d+)\b"),  # --global-batch-tokens 8388608
 )
+
+
+def more_gpus_clauses(tr: Labels, more: NamedPlan, request: PlanRequest) -> dict[str, str]:
+    """The count past the inventory's batch where it is not the one asked for, and its cost where it
+    breaks the budget (``NamedPlan``; the CLI's count_probe.deadline_fix words); '' each otherwise."""
+    batch = (
+        "" if more.batch_tokens is None else tr("more_gpus_batch", batch=more.batch_tokens, change=more.batch_change)
+    )
+    over = ""
+    if more.cost_usd is not None and more.budget_usd is not None:
+        cost, budget = money(more.cost_usd), money(more.budget_usd)
+        over = tr("more_gpus_over_budget", cost=cost, budget=budget, risk=request.risk.value)
+    return {"batch": batch, "over": over}
 
 
 def app_words(tr: Labels, text: str) -> str:

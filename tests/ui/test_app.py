@@ -188,6 +188,8 @@ def test_infeasible_request_shows_the_binding_constraint_and_the_fix():
             gpu=more.gpu,
             time=EN("hours_value", value=more.seconds / 3600),
             risk="p80",
+            batch="",  # the count's batch is the one asked for, and the request sets no budget
+            over="",
         ),
     )
     # the planner's own words too, its request fields named as the sidebar names them
