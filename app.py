@@ -33,6 +33,8 @@ def main() -> None:
         tr, inputs = sidebar(cat)
         st.title(tr("title"))
         st.caption(tr("subtitle"))
+        if inputs is not None and inputs.stack_note is not None:
+            st.info(inputs.stack_note)
         if inputs is None:
             st.info(tr("fix_inputs"))
         elif inputs.portfolio_mode:

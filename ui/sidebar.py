@@ -84,6 +84,9 @@ class Inputs:
     purchases: dict[str, float] = dataclasses.field(default_factory=dict)  # the table's purchase USD per allowed type
     tco: TcoAssumptions | None = None  # the ownership assumptions (Buy mode; None: the defaults)
     left_out: tuple[str, ...] = ()  # allowed types the price kind has no offer of (GpuChoice.left_out)
+    # the stack the request runs where the sidebar's cannot (issue 27: ALiBi under megatron-lm), said
+    # under the page's title (app48: drawn from the sidebar's code, it stood above the title)
+    stack_note: str | None = None
 
     @property
     def key(self) -> str:
@@ -404,14 +407,15 @@ def sidebar(cat: Catalog) -> tuple[Labels, Inputs | None]:
         )
         run_losses = sidebar_run_losses(tr)
         st.header(tr("section_stack"))
-        stack, calibration = sidebar_stack(tr)
+        stack, calibration = sidebar_stack(tr, model)
     if model is None or gpu_choice is None:
         return tr, None
     if not training["activation_checkpointing"]:
         st.error(tr("no_ac"))
         return tr, None
+    note = None
     if switch := stack_switch(stack, model, pp=1):  # issue 27: an ALiBi model under megatron-lm
-        st.info(tr("stack_switched_alibi", stack=stack.value, model=plain(model.name), runs=switch.runs.value))
+        note = tr("stack_switched_alibi", stack=stack.value, model=plain(model.name), runs=switch.runs.value)
         stack = switch.runs
     try:
         request = PlanRequest(
@@ -448,4 +452,5 @@ def sidebar(cat: Catalog) -> tuple[Labels, Inputs | None]:
         purchases=gpu_choice.purchases,
         tco=gpu_choice.tco,
         left_out=gpu_choice.left_out,
+        stack_note=note,
     )

@@ -11,7 +11,9 @@ import streamlit as st
 from planner.catalog.calibration import read_calibration_bytes
 from planner.errors import CatalogError
 from planner.model.attention_kernels import AttentionKernel
+from planner.model.spec import ModelSpec
 from planner.model.stacks import Stack
+from planner.stack_rules import stack_switch
 from ui import app_core
 from ui.cached import cached_calibration
 from ui.calibration import choose_calibration
@@ -20,9 +22,14 @@ from ui.i18n import Labels
 from ui.reasons import CALIBRATION_REASONS, reason_text, refusal
 
 
-def sidebar_stack(tr: Labels) -> tuple[Stack, CalibrationUpload | None]:
-    """The stack to predict for (``--stack``) and a calibration file (``--calibration``), if usable."""
-    stack = Stack(st.selectbox(tr("stack"), [s.value for s in Stack], key="stack", help=tr("stack_help")))
+def sidebar_stack(tr: Labels, model: ModelSpec | None) -> tuple[Stack, CalibrationUpload | None]:
+    """The stack to predict for (``--stack``) and a calibration file (``--calibration``), if usable.
+    Its kernels and switches are those of the stack that runs the plan: an ALiBi model under
+    megatron-lm runs Megatron-DeepSpeed (``stack_switch``), whose partitioned activations the CLI
+    takes there too (app48: the box was hidden, and a tick left from that stack still applied)."""
+    chosen = Stack(st.selectbox(tr("stack"), [s.value for s in Stack], key="stack", help=tr("stack_help")))
+    switch = None if model is None else stack_switch(chosen, model, pp=1)
+    stack = chosen if switch is None else switch.runs
     # only the kernels the stack's code can call (trial s34: megatron-lm offered cuDNN, then refused it)
     kernels = ["", *(k.value for k in AttentionKernel if stack.calls(k))]
     if st.session_state.get("attention", "") not in kernels:
@@ -55,7 +62,7 @@ def sidebar_stack(tr: Labels) -> tuple[Stack, CalibrationUpload | None]:
     if uploaded is None:
         default = choose_calibration(None, disabled=False)  # the file plan/estimate/explain apply too
         if default is None:
-            return stack, None
+            return chosen, None
         st.caption(tr("calibration_default", path=default.path))
     upload = CalibrationUpload(str(default.path) if default else uploaded.name if uploaded else "", b"")
     try:
@@ -66,9 +73,9 @@ def sidebar_stack(tr: Labels) -> tuple[Stack, CalibrationUpload | None]:
     except app_core.UploadTooLarge as exc:
         size_mb = exc.size_bytes / 1e6
         st.error(tr("calibration_too_big", name=exc.name, size_mb=size_mb, limit_mb=app_core.UPLOAD_LIMIT_MB))
-        return stack, None
+        return chosen, None
     except CatalogError as exc:  # planned with the plain catalog
         error = reason_text(tr, refusal(exc), CALIBRATION_REASONS, name=upload.shown)
         st.error(tr("bad_calibration", error=error))
-        return stack, None
-    return stack, upload
+        return chosen, None
+    return chosen, upload

@@ -8,9 +8,12 @@ from __future__ import annotations
 import pytest
 from support.app import EN, ZH, planned, request_for, run_app
 
+from planner.api import plan
 from planner.catalog.models import get_preset
 from planner.errors import InfeasiblePlan
+from planner.model.stacks import Stack
 from ui.app_core import money
+from ui.i18n import plain
 from ui.messages import duration, regime_words_text
 
 MIXTRAL_FP8 = dict(preset="mixtral-8x7b", tokens_mode="absolute", tokens_billions=1000.0, precision="fp8")
@@ -92,3 +95,22 @@ def test_the_count_past_the_inventory_says_its_batch_and_its_cost_over_the_budge
     at.button(key="add_job").click().run()
     (answer,) = [w.value for w in at.warning if f"{more.num_gpus:,} × h100-sxm" in w.value]
     assert batch in answer and over.strip() not in answer and answer.endswith(("%).", "）。"))
+
+
+@pytest.mark.parametrize("tr", [EN, ZH], ids=["en", "zh"])
+def test_an_alibi_model_under_megatron_lm_offers_the_forks_switches_below_the_title(tr):
+    """BLOOM under megatron-lm runs Megatron-DeepSpeed (issue 27), whose --partition-activations the
+    CLI takes there; the app hid the box, yet a tick left from that stack changed the plan unseen
+    (28.6 days, not 28.9), and the notice stood above the page's title."""
+    bloom = dict(preset="bloom-176b", stack="megatron-lm", tokens_mode="absolute", tokens_billions=366.0)
+    at = run_app(lang=tr.lang, seq_len=2048, **bloom)
+    (box,) = [c for c in at.sidebar.checkbox if c.key == "partition_activations"]
+    assert box.label == tr("partition_activations") and not box.value
+    box.check().run()
+    bloom_request = request_for(get_preset("bloom-176b"), training_tokens=366e9, stack=Stack.MEGATRON_DEEPSPEED)
+    expected = plan(bloom_request.model_copy(update={"partition_activations": True})).plan  # the stack's settings
+    assert expected.estimate.time_to_train_h != plan(bloom_request).plan.estimate.time_to_train_h
+    assert {m.label: m.value for m in at.metric}[tr("card_time")] == duration(tr, expected.estimate.time_to_train_h)
+    shown = [n for n in at.main if type(n).__name__ in ("Title", "Info")]
+    note = tr("stack_switched_alibi", stack="megatron-lm", model=plain("bloom-176b"), runs="megatron-deepspeed")
+    assert [type(n).__name__ for n in shown[:2]] == ["Title", "Info"] and shown[1].value == note
