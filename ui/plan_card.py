@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import streamlit as st
 
-from planner.api import PlanRequest, chosen_dearer, judged_hours, plan_commitment, trains_too_long
+from planner.api import PlanRequest, judged_hours, plan_commitment, trains_too_long
 from planner.api.batch_notices import batch_beyond_published, batch_beyond_published_values
 from planner.api.notices import (
     a2a_exposed_under_megatron,
+    gpu_dearer,
     host_staged,
     megatron_lm_after_its_era,
     selective_under_megatron,
@@ -329,20 +330,23 @@ def plan_card(
             st.markdown("\n".join(f"- {note}" for note in plan_note_texts(tr, plan)))
 
 
-def request_texts(tr: Labels, request: PlanRequest, plan: Plan) -> tuple[str, ...]:
+def request_texts(tr: Labels, request: PlanRequest, plan: Plan, shown: tuple[Plan, ...] = ()) -> tuple[str, ...]:
     """The planner's warnings of the request in the page's language: a MoE family on Hugging
-    Face's modules (PlanRequest.hf_experts_missing), a price kind above on-demand for the chosen
-    GPU, a reserved term longer than the job (planner.api.price_warnings), the chosen GPU types the
+    Face's modules (PlanRequest.hf_experts_missing), a price kind above on-demand for each GPU
+    of the chosen plan and ``shown`` (the Top plans' rows), a reserved term longer than the job (planner.api.price_warnings), the chosen GPU types the
     attention kernel or precision leaves out."""
     missing = request.hf_experts_missing
     own_hf = missing is None and hf_moe_stack(plan.model, request.stack)
-    dearer, term = chosen_dearer(request, catalog(), plan), plan_commitment(request.price_kind, plan)
+    # every GPU the page prices, as the CLI's dearer_warnings (trial s48 M4: Top plans' rows had none)
+    gpus = dict.fromkeys(p.gpu for p in (plan, *shown))
+    dearer = [d for d in (gpu_dearer(request, catalog(), g) for g in gpus) if d is not None]
+    term = plan_commitment(request.price_kind, plan)
     gpu, encoders = catalog().gpu(plan.gpu), encoder_sections(request.hf_config_path)
     return (
         *left_out_texts(tr, request),
         *(() if missing is None else (tr("hf_experts", model=plain(plan.model.name), missing=plain(missing)),)),
         *((tr("hf_experts_stack", model=plain(plan.model.name), stack=request.stack.value),) if own_hf else ()),
-        *(() if dearer is None else (dearer_text(tr, dearer),)),
+        *(dearer_text(tr, d) for d in dearer),
         *(() if term is None else (commitment_text(tr, term),)),
         # trial s28b: the CLI's warnings of this session, in the page's language
         *((tr("encoders_not_planned", sections=tr.join(list(encoders))),) if encoders else ()),

@@ -6,15 +6,16 @@ larger-batch offer's figures by the model's own figure beside the risk's (planne
 from __future__ import annotations
 
 import pytest
-from support.app import EN, ZH, planned, request_for, run_app
+from support.app import CATALOG, EN, ZH, planned, request_for, run_app
 
 from planner.api import plan
+from planner.api.notices import gpu_dearer
 from planner.catalog.models import get_preset
 from planner.errors import InfeasiblePlan
 from planner.model.stacks import Stack
 from ui.app_core import money
 from ui.i18n import plain
-from ui.messages import duration, regime_words_text
+from ui.messages import dearer_text, duration, regime_words_text
 
 MIXTRAL_FP8 = dict(preset="mixtral-8x7b", tokens_mode="absolute", tokens_billions=1000.0, precision="fp8")
 MIXTRAL_FP8.update(deadline_days=30.0, seq_len=4096)
@@ -114,3 +115,18 @@ def test_an_alibi_model_under_megatron_lm_offers_the_forks_switches_below_the_ti
     shown = [n for n in at.main if type(n).__name__ in ("Title", "Info")]
     note = tr("stack_switched_alibi", stack="megatron-lm", model=plain("bloom-176b"), runs="megatron-deepspeed")
     assert [type(n).__name__ for n in shown[:2]] == ["Title", "Info"] and shown[1].value == note
+
+
+@pytest.mark.parametrize("tr", [EN, ZH], ids=["en", "zh"])
+def test_a_top_plans_gpu_priced_above_on_demand_is_warned_of_as_the_cli_does(tr):
+    """Trial s48 M4: the CLI warns of every GPU its answer prices above the on-demand median (its
+    alternatives'); the card warned of the chosen GPU's only. Spot h200-sxm (one offer, $6.26
+    against $5.45) prices rows of Top plans beside the chosen a100-80gb-sxm."""
+    request = request_for(gpus={"a100-80gb-sxm": None, "h200-sxm": None}, price_kind="spot")
+    result = planned(request)
+    assert result.plan.gpu == "a100-80gb-sxm" and "h200-sxm" in {p.gpu for p in result.alternatives}
+    assert gpu_dearer(request, CATALOG, "a100-80gb-sxm") is None
+    dearer = gpu_dearer(request, CATALOG, "h200-sxm")
+    assert dearer is not None and dearer.words() in result.warnings  # the CLI's
+    at = run_app(gpus=["a100-80gb-sxm", "h200-sxm"], pricing="spot", lang=tr.lang)
+    assert dearer_text(tr, dearer) in [w.value for w in at.warning]
