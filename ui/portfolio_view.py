@@ -120,7 +120,7 @@ def show_portfolio(tr: Labels, inputs: Inputs) -> None:
         },
     )
     inventory = shared_inventory(inputs.request)
-    st.caption(tr("portfolio_inventory", inventory=", ".join(f"{g} ≤ {n:,}" for g, n in inventory.items())))
+    st.caption(tr("portfolio_inventory", inventory=tr.join(f"{g} ≤ {n:,}" for g, n in inventory.items())))
     left, right = st.columns(2)
     horizon = number_box(left, tr, "horizon_days", min_value=0.0, max_value=MAX_DAYS, step=5.0, key="horizon_days")
     slots = number_box(right, tr, "num_slots", min_value=1, max_value=MAX_SLOTS, step=1, key="num_slots")

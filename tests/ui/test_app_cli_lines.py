@@ -130,3 +130,13 @@ def test_a_top_plans_gpu_priced_above_on_demand_is_warned_of_as_the_cli_does(tr)
     assert dearer is not None and dearer.words() in result.warnings  # the CLI's
     at = run_app(gpus=["a100-80gb-sxm", "h200-sxm"], pricing="spot", lang=tr.lang)
     assert dearer_text(tr, dearer) in [w.value for w in at.warning]
+
+
+def test_the_portfolios_inventory_lists_with_the_pages_comma():
+    """The 中文 caption listed 'a10 ≤ 64, a100-40gb-sxm ≤ 64' with an English comma, where the
+    answer's GPU limit beside it uses 、 (``Labels.join``)."""
+    inventory = {"h100-sxm": 8, "a100-80gb-sxm": 4}
+    at = run_app(lang="zh", portfolio_mode=True, gpus=list(inventory), inventory=inventory)
+    at.button(key="add_job").click().run()
+    listed = ZH.join(f"{g} ≤ {n:,}" for g, n in sorted(inventory.items()))
+    assert ZH("portfolio_inventory", inventory=listed) in [c.value for c in at.caption]
