@@ -299,7 +299,14 @@ def search_result(
     varied_plan = None if side.varied is None else wrap(side.varied.row)
     alternatives = tuple(wrap(r) for r in solution.alternatives)
     per_gpu = tuple(wrap(r) for r in solution.best_per_gpu) if request.per_gpu else None
-    shown = (*alternatives, *(per_gpu or ()))  # the plans the answer's tables price beside the chosen one
+    tie_plan, knee_plan = (None if s is None else wrap(s.row) for s in (side.tie, side.knee))
+    over_plans = tuple(wrap(o.row) for o in side.over_budget)
+    median_plan = None if side.median is None else wrap(side.median)
+    idle_plan = None if side.idle is None else wrap(side.idle.row)
+    # every plan the answer prices beside the chosen one: its tables and its side lines (app trial s48:
+    # a knee on h200, priced above on-demand, went unwarned)
+    beside = (tie_plan, knee_plan, *over_plans, median_plan, idle_plan, varied_plan)
+    shown = (*alternatives, *(per_gpu or ()), *(p for p in beside if p is not None))
     return PlanResult(
         plan=chosen,
         alternatives=alternatives,
@@ -311,15 +318,15 @@ def search_result(
         count_limits=scope.limits.limits,
         count_caps=scope.limits.caps,
         near_tie=side.tie,
-        near_tie_plan=None if side.tie is None else wrap(side.tie.row),
+        near_tie_plan=tie_plan,
         knee=side.knee,
-        knee_plan=None if side.knee is None else wrap(side.knee.row),
+        knee_plan=knee_plan,
         over_budget=side.over_budget,
-        over_budget_plans=tuple(wrap(o.row) for o in side.over_budget),
+        over_budget_plans=over_plans,
         risk=request.risk,
-        median_plan=None if side.median is None else wrap(side.median),
+        median_plan=median_plan,
         idle=side.idle,
-        idle_plan=None if side.idle is None else wrap(side.idle.row),
+        idle_plan=idle_plan,
         vary_batch=side.varied,
         vary_batch_plan=varied_plan,
         per_gpu=per_gpu,

@@ -323,3 +323,18 @@ def test_every_gpu_a_plan_prices_above_its_on_demand_median_is_warned_once() -> 
     assert result.plan.gpu == cheap.id and [p.gpu for p in result.per_gpu or ()] == [dear.id]
     warned = [w for w in result.warnings if "above its on-demand median" in w]
     assert warned == [dearer_than_on_demand(dear, "reserved-1y")]  # the row's GPU, once; not the cheaper chosen one
+
+
+def test_a_side_plan_priced_above_on_demand_is_warned_of_too() -> None:
+    """App trial s48: the answer named a knee on h200-sxm, spot-priced above its on-demand median,
+    with no warning, since only the tables' plans were checked; every plan the answer prices is."""
+    request = PlanRequest(
+        model=get_preset("gpt3-125m"),
+        training_tokens=2.5e9,
+        gpus={"a100-80gb-sxm": None, "h200-sxm": None},
+        price_kind="spot",
+    )
+    result = plan(request)
+    tables = {p.gpu for p in (result.plan, *result.alternatives)}
+    assert result.knee_plan is not None and result.knee_plan.gpu == "h200-sxm" and "h200-sxm" not in tables
+    assert any(w.startswith("spot prices h200-sxm at $") for w in result.warnings)
