@@ -333,11 +333,13 @@ def plan_card(
 def request_texts(tr: Labels, request: PlanRequest, plan: Plan, shown: tuple[Plan, ...] = ()) -> tuple[str, ...]:
     """The planner's warnings of the request in the page's language: a MoE family on Hugging
     Face's modules (PlanRequest.hf_experts_missing), a price kind above on-demand for each GPU
-    of the chosen plan and ``shown`` (the Top plans' rows), a reserved term longer than the job (planner.api.price_warnings), the chosen GPU types the
-    attention kernel or precision leaves out."""
+    of the chosen plan and ``shown`` (``PlanResult.priced_plans``: the Top plans' rows and the side
+    lines' plans), a reserved term longer than the job (planner.api.price_warnings), the chosen GPU
+    types the attention kernel or precision leaves out."""
     missing = request.hf_experts_missing
     own_hf = missing is None and hf_moe_stack(plan.model, request.stack)
-    # every GPU the page prices, as the CLI's dearer_warnings (trial s48 M4: Top plans' rows had none)
+    # every GPU the page prices, as the CLI's dearer_warnings (trial s48 M4: Top plans' rows had none;
+    # review48: nor had the near tie's, over-budget, idle or varied batch's plan the card names)
     gpus = dict.fromkeys(p.gpu for p in (plan, *shown))
     dearer = [d for d in (gpu_dearer(request, catalog(), g) for g in gpus) if d is not None]
     term = plan_commitment(request.price_kind, plan)

@@ -228,7 +228,7 @@ def show_single(tr: Labels, inputs: Inputs) -> None:
         show_infeasible(tr, outcome.infeasible, inputs)
     else:
         assert result is not None  # a PlanOutcome with neither error nor infeasible has a result
-        notes = request_texts(tr, inputs.request, result.plan, result.alternatives)
+        notes = request_texts(tr, inputs.request, result.plan, result.priced_plans)
         if inputs.left_out and inputs.request.price_kind is not None:  # trial s39 (app): said in the sidebar only
             kind = tr.kind(inputs.request.price_kind)
             notes = (*notes, tr("card_kind_left_out", kind=kind, gpus=tr.join(inputs.left_out)))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from planner.accuracy import DEFAULT_RISK, Risk
 from planner.api.batch_offers import LargerBatch, with_batch_fix, with_larger_batch
@@ -95,6 +95,18 @@ class PlanResult:
     larger_batch_plan: Plan | None = None  # that plan
     per_gpu: tuple[Plan, ...] | None = None  # ``request.per_gpu``: each other GPU type's best plan, best first
     searched_gpus: tuple[str, ...] = ()  # the GPU types the search scored
+
+    @property
+    def priced_plans(self) -> tuple[Plan, ...]:
+        """Every plan the answer prices beside the chosen one: its tables (alternatives, ``--per-gpu``
+        rows) and its side lines (near tie, knee, over-budget, median, idle inventory, varied batch),
+        each checked for a price above on-demand by the CLI's warnings and the app's card alike (app
+        trial s48: a knee on h200, priced above on-demand, went unwarned)."""
+        beside = (
+            self.near_tie_plan, self.knee_plan, *self.over_budget_plans, self.median_plan, self.idle_plan,
+            self.vary_batch_plan,
+        )  # fmt: skip
+        return (*self.alternatives, *(self.per_gpu or ()), *(p for p in beside if p is not None))
 
     @property
     def median_over_budget(self) -> int | None:
@@ -303,18 +315,12 @@ def search_result(
     over_plans = tuple(wrap(o.row) for o in side.over_budget)
     median_plan = None if side.median is None else wrap(side.median)
     idle_plan = None if side.idle is None else wrap(side.idle.row)
-    # every plan the answer prices beside the chosen one: its tables and its side lines (app trial s48:
-    # a knee on h200, priced above on-demand, went unwarned)
-    beside = (tie_plan, knee_plan, *over_plans, median_plan, idle_plan, varied_plan)
-    shown = (*alternatives, *(per_gpu or ()), *(p for p in beside if p is not None))
-    return PlanResult(
+    result = PlanResult(
         plan=chosen,
         alternatives=alternatives,
         solution=solution,
         num_candidates=len(scope.candidates),
         seconds=time.perf_counter() - started,
-        warnings=search_warnings(request, scope.unpriced, scope.catalog, chosen, side.varied, varied_plan, shown)
-        + memory_at_model_warnings(request, chosen, at_model),
         count_limits=scope.limits.limits,
         count_caps=scope.limits.caps,
         near_tie=side.tie,
@@ -332,6 +338,9 @@ def search_result(
         per_gpu=per_gpu,
         searched_gpus=tuple(scope.gpu_ids),
     )
+    shown = result.priced_plans
+    warnings = search_warnings(request, scope.unpriced, scope.catalog, chosen, side.varied, varied_plan, shown)
+    return replace(result, warnings=warnings + memory_at_model_warnings(request, chosen, at_model))
 
 
 def explained(

@@ -125,3 +125,20 @@ def test_a_kind_priced_at_one_offer_is_said_as_that_offer_in_both_languages() ->
     assert "单一报价：Google Cloud" in dearer_text(ZH, one) and "1 个报价" not in dearer_text(ZH, one)
     two = DearerKind("spot", "h200-sxm", 6.26, 5.45, 2, ("AWS", "Google Cloud"))
     assert "the median of 2 offers" in dearer_text(EN, two)
+
+
+def test_a_side_plan_priced_above_on_demand_is_warned_on_the_card_as_by_the_cli() -> None:
+    """Review s48: the CLI warned of every plan the answer prices (PlanResult.priced_plans), the card
+    only of the Top plans' rows; with one row shown, the knee on spot H200 (one offer, above its
+    on-demand median) went unwarned on the page."""
+    from planner.api.notices import gpu_dearer
+
+    request = request_for(gpus={"a100-80gb-sxm": None, "h200-sxm": None}, price_kind="spot", top_k=1)
+    result = planned(request)
+    assert result.knee_plan is not None and result.knee_plan.gpu == "h200-sxm"
+    assert "h200-sxm" not in {p.gpu for p in (result.plan, *result.alternatives)}
+    assert result.knee_plan in result.priced_plans
+    dearer = gpu_dearer(request, CATALOG, "h200-sxm")
+    assert dearer is not None and dearer.words() in result.warnings
+    at = run_app(gpus=["a100-80gb-sxm", "h200-sxm"], pricing="spot", top_k=1)
+    assert dearer_text(EN, dearer) in [w.value for w in at.warning]
