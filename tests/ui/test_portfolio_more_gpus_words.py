@@ -36,7 +36,7 @@ def test_the_cli_names_the_count_past_the_inventory_and_the_risk(tmp_path, capsy
     assert main(["portfolio", _file(tmp_path)]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert re.search(r"set deadline_days to \d+\.\d or more, or [\d,]+ h100-sxm GPUs, more than the inventory has", out)
-    assert f"or {more['num_gpus']} h100-sxm GPUs" in out
+    assert f"or {more['num_gpus']:,} h100-sxm GPUs" in out  # as printed (0c75256)
     assert '(each plan judged at p80, the 80% quantile of its band; risk = "p50" judges the median' in out, out
 
 
