@@ -286,7 +286,8 @@ def infeasible_json(exc) -> dict:
         # a budget answer: the deadline its cheapest plan meets, and the time the budget meets (review s35)
         "within_budget_seconds": exc.within_budget_seconds,
         "deadline_seconds": exc.deadline_seconds,
-        # a deadline answer: the fewest GPUs past the inventory that meet it, {gpu, num_gpus, seconds}
+        # a deadline answer: the fewest GPUs past the inventory that meet it, {gpu, num_gpus, seconds,
+        # batch_tokens, batch_change, cost_usd, budget_usd} (NamedPlan; null where the fix words none)
         # (trial s48 M7: only the fix's prose named the count)
         "more_gpus_plan": None if exc.more_gpus is None else dataclasses.asdict(exc.more_gpus),
         "job": exc.job,  # the one job of several the answer is of
