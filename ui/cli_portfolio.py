@@ -168,13 +168,14 @@ def rented_prices(solution, requests: dict, catalog: Catalog) -> tuple[dict, tup
     """The types a portfolio rents or reserves jobs on, at their prices (``held_prices``), and those
     prices' warnings (trial s48 H1, M4: a rent no median of offers backs, a kind above on-demand)."""
     from planner.api.held_prices import held_price_warnings, held_prices
+    from planner.search.fleet_plan import Holding
 
     reserved = {r.gpu_id for r in solution.reserved}
-    held_jobs: dict[tuple[str, str], list[str]] = {}
+    held_jobs: dict[tuple[str, Holding], list[str]] = {}
     for a in solution.assignments:
         if a.gpu_id not in solution.held_types:
-            verb = "reserves" if a.gpu_id in reserved else "rents"
-            held_jobs.setdefault((a.gpu_id, verb), []).append(a.job)
+            holding = Holding.RESERVED if a.gpu_id in reserved else Holding.RENTED
+            held_jobs.setdefault((a.gpu_id, holding), []).append(a.job)
     prices = held_prices(requests, catalog, [gpu for gpu, _ in held_jobs])
     return prices, held_price_warnings(requests, catalog, prices, held_jobs, "the portfolio")
 

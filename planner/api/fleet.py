@@ -83,10 +83,9 @@ def with_prices(
         gpu = catalog.gpu(gpu).id
         if gpu in prices and usd != prices[gpu].usd_per_gpu_hour:
             prices[gpu] = HeldPrice(gpu, usd, PriceBasis.USER, prices[gpu].kind)
-    held_jobs: dict[tuple[str, str], list[str]] = {}
+    held_jobs: dict[tuple[str, Holding], list[str]] = {}
     for a in solution.mixed.assignments:
         if a.holding is not Holding.OWNED:
-            verb = "reserves" if a.holding is Holding.RESERVED else "rents"
-            held_jobs.setdefault((a.gpu_id, verb), []).append(a.job)
+            held_jobs.setdefault((a.gpu_id, a.holding), []).append(a.job)
     warnings = held_price_warnings(requests, catalog, prices, held_jobs, "the mixed answer")
     return replace(solution, prices=prices, warnings=warnings)

@@ -11,11 +11,14 @@ from planner.catalog.hardware import Catalog
 from planner.catalog.held_price import HeldPrice
 from planner.model.settings import DEFAULT_SETTINGS
 from planner.request import PlanRequest, priced_catalog
+from planner.search.fleet_plan import Holding
 
 __all__ = ["JOBS_FILE_QUOTE", "held_price_warnings", "held_prices"]
 
 # How a jobs file's user sets a price of their own (plan's is --price).
 JOBS_FILE_QUOTE = "[rent_usd_per_gpu_hour] in the jobs file sets your own quote"
+# What an answer does with a type it does not own, in its warning's words.
+HELD_VERBS = {Holding.RENTED: "rents", Holding.RESERVED: "reserves"}
 
 
 def held_prices(requests: Mapping[str, PlanRequest], catalog: Catalog, gpus: Iterable[str]) -> dict[str, HeldPrice]:
@@ -38,20 +41,21 @@ def held_price_warnings(
     requests: Mapping[str, PlanRequest],
     catalog: Catalog,
     prices: Mapping[str, HeldPrice],
-    held_jobs: Mapping[tuple[str, str], list[str]],
+    held_jobs: Mapping[tuple[str, Holding], list[str]],
     answer: str,
 ) -> tuple[str, ...]:
     """The warnings of the prices an answer shows (``catalog``: before any price kind priced it):
     each type priced above its on-demand median (``dearer_warnings``, once per type), and each type
-    ``held_jobs`` ((GPU, 'rents' or 'reserves') -> the jobs) holds jobs on at a price with no median of
+    ``held_jobs`` ((GPU, rented or reserved) -> the jobs) holds jobs on at a price with no median of
     offers behind it, whose cost then rests on that one figure. A jobs file's jobs share one price
     kind and one set of quotes, so the first request speaks for them."""
     if not requests or not prices:
         return ()
     dearer = dearer_warnings(next(iter(requests.values())), catalog, list(prices), JOBS_FILE_QUOTE)
     estimated = tuple(
-        f"{answer} {verb} {prices[gpu].words()} for {', '.join(jobs)}: its cost rests on that price; {JOBS_FILE_QUOTE}"
-        for (gpu, verb), jobs in held_jobs.items()
+        f"{answer} {HELD_VERBS[holding]} {prices[gpu].words()} for {', '.join(jobs)}: its cost rests on that price;"
+        f" {JOBS_FILE_QUOTE}"
+        for (gpu, holding), jobs in held_jobs.items()
         if gpu in prices and prices[gpu].basis.estimated
     )
     return dearer + estimated

@@ -78,3 +78,18 @@ def test_a_portfolio_that_rents_on_one_providers_rate_says_so_and_warns(tmp_path
     out, err = run(capsys, "portfolio", str(jobs))
     assert f"rent per GPU-hour: mi325x at {ONE_OFFER}" in out.replace("\n", " ")
     assert expected in err.replace("\n", " ")
+
+
+def test_the_warning_says_whether_the_answer_rents_or_reserves_the_type():
+    """The jobs held on a type are keyed by how they hold it (``Holding``), worded in one place."""
+    from planner.api.held_prices import held_price_warnings
+    from planner.catalog.held_price import HeldPrice
+    from planner.catalog.models import get_preset
+    from planner.request import PlanRequest
+    from planner.search.fleet_plan import Holding
+
+    request = PlanRequest(model=get_preset("llama3-8b"), training_tokens=1e11)
+    one = HeldPrice("mi325x", 1.95, PriceBasis.ONE_OFFER)
+    for holding, verb in ((Holding.RENTED, "rents"), (Holding.RESERVED, "reserves")):
+        warnings = held_price_warnings({"a": request}, CATALOG, {"mi325x": one}, {("mi325x", holding): ["a"]}, "x")
+        assert f"x {verb} {one.words()} for a: its cost rests on that price; {JOBS_FILE_QUOTE}" in warnings
