@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from planner.catalog.held_price import HeldPrice
+from planner.catalog.held_price import HeldPrice, rates_line
 from planner.fmt import counted, money, money_band, number_band
 from planner.model.run_loss_inputs import DEFAULT_RUN_LOSSES, RunLossInputs
 from planner.search.fleet import Holding
@@ -152,7 +152,7 @@ def rates_words(solution) -> str:
     provider's listed rate, not a median of offers)', as plan says its price (trial s48 H1: the whole
     answer rested on MI325X's one rate, unsaid); under a reserved kind its rates."""
     what = "rent" if solution.reserved is None else f"{solution.reserved.kind} rate"
-    return f"{what} per GPU-hour: {'; '.join(p.words() for _, p in sorted(solution.prices.items()))}"
+    return rates_line(what, solution.prices)
 
 
 def option_rows(data: dict) -> list[tuple[str, dict]]:

@@ -9,7 +9,7 @@ from pathlib import Path
 from rich.table import Table
 
 from planner.api.portfolio import JobFigures, PortfolioBands, job_figures, portfolio_bands
-from planner.catalog.held_price import HeldPrice
+from planner.catalog.held_price import HeldPrice, rates_line
 from planner.catalog.prices import PriceBasis
 from planner.fmt import counted, money, money_band, number_band
 from planner.plan_accuracy import Standing
@@ -263,7 +263,7 @@ def held_rates_words(prices: dict[str, HeldPrice], reserving: bool) -> str:
     """'rent per GPU-hour: mi325x at $1.95/GPU-h (one provider's listed rate, not a median of offers)':
     the rented (reserved) types' prices as plan says its own (trial s48 H1)."""
     what = "rent or reserved rate" if reserving else "rent"
-    return f"{what} per GPU-hour: {'; '.join(p.words() for _, p in sorted(prices.items()))}"
+    return rates_line(what, prices)
 
 
 def model_words(solution) -> str:

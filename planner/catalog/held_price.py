@@ -4,6 +4,7 @@ fleet priced a whole answer on one provider's rate and never said so, where plan
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from planner.catalog.prices import PriceBasis
@@ -29,3 +30,9 @@ class HeldPrice:
     def words(self) -> str:
         """'mi325x at $1.95/GPU-h (one provider's listed rate, not a median of offers)'."""
         return f"{self.gpu} at {rate_words(self.usd_per_gpu_hour, self.basis, self.kind)}"
+
+
+def rates_line(what: str, prices: Mapping[str, HeldPrice]) -> str:
+    """'rent per GPU-hour: b200 at $5.48/GPU-h (...); mi325x at $1.95/GPU-h (...)': the line under
+    a fleet's or a portfolio's answer (``what``: 'rent', or the reserved rate it names), types sorted."""
+    return f"{what} per GPU-hour: {'; '.join(p.words() for _, p in sorted(prices.items()))}"
