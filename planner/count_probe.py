@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from planner.catalog.hardware import Catalog
-from planner.errors import Constraint, InfeasiblePlan, NamedPlan
+from planner.errors import Constraint, CountPastInventory, InfeasiblePlan
 from planner.fmt import duration_words, money
 from planner.layout import ActivationCheckpointing
 from planner.model.settings import ModelingSettings
@@ -233,13 +233,13 @@ def deadline_fix(
     return error.but(fix=error.fix + more, more_gpus_help=best is not None, more_gpus=count)
 
 
-def named_count(best: FittingCount, request: PlanRequest) -> NamedPlan:
+def named_count(best: FittingCount, request: PlanRequest) -> CountPastInventory:
     """``best`` typed for the interfaces, with what the CLI's words add: its batch where
     ``batch_words`` names one, its cost where ``over_budget_words`` says it breaks the budget."""
     asked = requested_batch_tokens(request)
     batch = best.batch_tokens if best.batch_words(asked) else None
     over = bool(over_budget_words(best, request))
-    return NamedPlan(
+    return CountPastInventory(
         best.gpu,
         best.num_gpus,
         best.time_to_train_s,

@@ -101,10 +101,16 @@ class NamedPlan:
     gpu: str
     num_gpus: int
     seconds: float  # its time to train, at the answer's risk
-    # a deadline fix's count past the inventory (count_probe.deadline_fix): its global batch where
-    # it is not the request's, and its cost at the risk (app48: the app's answer said neither, the
-    # CLI's both: "at a global batch of 4,325,376 tokens (+3.1%)", "over the request's budget")
-    # (a portfolio job's request is not the page's, so the figures the words need are all here)
+
+
+@dataclass(frozen=True)
+class CountPastInventory(NamedPlan):
+    """A deadline fix's count past the inventory (count_probe.deadline_fix): its global batch where
+    it is not the request's, and its cost at the risk (app48: the app's answer said neither, the
+    CLI's both: "at a global batch of 4,325,376 tokens (+3.1%)", "over the request's budget"). A
+    portfolio job's request is not the page's, so the figures the words need are all here; its own
+    type, so a budget answer's ``named_plan`` carries none of them (review s48 M3)."""
+
     batch_tokens: int | None = None
     batch_change: float | None = None  # against the request's batch: 0.031 is +3.1 %
     cost_usd: float | None = None  # at the answer's risk, where over the request's budget
@@ -130,7 +136,7 @@ class InfeasiblePlan(Exception):
         job: str | None = None,
         within_budget_seconds: float | None = None,
         deadline_seconds: float | None = None,
-        more_gpus: NamedPlan | None = None,
+        more_gpus: CountPastInventory | None = None,
     ) -> None:
         super().__init__(f"{constraint.value}: {detail}; {fix}")
         self.constraint = constraint
@@ -168,7 +174,7 @@ class InfeasiblePlan(Exception):
         batch_tokens: int | None = None,
         batch_seconds: float | None = None,
         job: str | None = None,
-        more_gpus: NamedPlan | None = None,
+        more_gpus: CountPastInventory | None = None,
     ) -> InfeasiblePlan:
         """This answer with another fix or detail (or whether more GPUs help and how many, the batch
         its fix names, the job it is of), the rest kept."""

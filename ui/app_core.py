@@ -25,7 +25,7 @@ from planner.catalog.calibration import AppliedCalibration
 from planner.catalog.hardware import Catalog
 from planner.catalog.models import MAX_CONFIG_BYTES, get_preset, model_from_hf_config
 from planner.catalog.prices import PriceBasis
-from planner.errors import InfeasiblePlan, NamedPlan, RuleViolation
+from planner.errors import CountPastInventory, InfeasiblePlan, NamedPlan, RuleViolation
 from planner.fmt import duration_parts, one_line
 from planner.fmt import money as _money
 from planner.layout import Precision
@@ -66,7 +66,7 @@ class Infeasible:
     job: str | None = None  # InfeasiblePlan's: the one job of several it is the answer of
     within_budget_seconds: float | None = None  # InfeasiblePlan's: the time the budget meets (under a deadline)
     deadline_seconds: float | None = None  # InfeasiblePlan's: the deadline a budget answer's cheapest plan meets
-    more_gpus: NamedPlan | None = None  # InfeasiblePlan's: the fewest GPUs past the inventory that meet the deadline
+    more_gpus: CountPastInventory | None = None  # InfeasiblePlan's: the fewest GPUs past the inventory
 
     @classmethod
     def of(cls, exc: InfeasiblePlan) -> Infeasible:

@@ -76,7 +76,7 @@ MESSAGE_LABELS: dict[str, tuple[str, str]] = {
         "最快的方案需要 {need}，期限为 {have}（GPU 上限：{limit}）。解决办法：将期限放宽到 {fix}，或使用超出上限的 "
         "{gpus:,} × {gpu}，按 {risk} 计 {time} 完成{batch}。{over}",
     ),
-    "more_gpus_batch": (  # NamedPlan.batch_tokens: the count's batch is not the one asked for (trial s38)
+    "more_gpus_batch": (  # CountPastInventory.batch_tokens: the count's batch is not the one asked for (trial s38)
         ", at a global batch of {batch:,} tokens ({change:+.1%})",
         "（全局批大小 {batch:,} 个 token，{change:+.1%}）",
     ),

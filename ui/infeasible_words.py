@@ -14,7 +14,7 @@ import re
 
 from planner.api import PlanRequest
 from planner.api.explore import WhyNot
-from planner.errors import NamedPlan
+from planner.errors import CountPastInventory
 from planner.fmt import budget_amounts
 from planner.limits import MAX_BUDGET_USD, MAX_DAYS
 from planner.plan import Plan
@@ -138,9 +138,9 @@ FLAG_FORMS = (
 )
 
 
-def more_gpus_clauses(tr: Labels, more: NamedPlan, request: PlanRequest) -> dict[str, str]:
+def more_gpus_clauses(tr: Labels, more: CountPastInventory, request: PlanRequest) -> dict[str, str]:
     """The count past the inventory's batch where it is not the one asked for, and its cost where it
-    breaks the budget (``NamedPlan``; the CLI's count_probe.deadline_fix words); '' each otherwise."""
+    breaks the budget (``CountPastInventory``; the CLI's count_probe.deadline_fix words); '' each otherwise."""
     batch = (
         "" if more.batch_tokens is None else tr("more_gpus_batch", batch=more.batch_tokens, change=more.batch_change)
     )

@@ -287,7 +287,7 @@ def infeasible_json(exc) -> dict:
         "within_budget_seconds": exc.within_budget_seconds,
         "deadline_seconds": exc.deadline_seconds,
         # a deadline answer: the fewest GPUs past the inventory that meet it, {gpu, num_gpus, seconds,
-        # batch_tokens, batch_change, cost_usd, budget_usd} (NamedPlan; null where the fix words none)
+        # batch_tokens, batch_change, cost_usd, budget_usd} (CountPastInventory; null where the fix words none)
         # (trial s48 M7: only the fix's prose named the count)
         "more_gpus_plan": None if exc.more_gpus is None else dataclasses.asdict(exc.more_gpus),
         "job": exc.job,  # the one job of several the answer is of

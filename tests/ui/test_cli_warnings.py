@@ -547,3 +547,16 @@ def test_an_estimate_with_a_pipeline_and_no_batch_takes_the_models_default_batch
     assert main(args) == 0  # no pipeline: one micro-step, unsaid
     data = json.loads(capsys.readouterr().out)
     assert data["layout"]["grad_accum"] == 1 and not any("not given" in w for w in data["warnings"])
+
+
+def test_a_budget_answers_named_plan_carries_no_count_fields(capsys):
+    """Review s48 M3: the count past the inventory's batch and cost fields were added to the type a
+    budget answer's named plan shares, so its JSON carried four keys always null; the count has its
+    own type (``CountPastInventory``), and only ``more_gpus_plan`` carries them."""
+    base = ["plan", "--model", "llama3-70b", "--tokens", "2e12", "--gpus", "h100-sxm=64", "--json"]
+    assert main([*base, "--budget-usd", "1000"]) == 0
+    budget = json.loads(capsys.readouterr().out)
+    assert set(budget["named_plan"]) == {"gpu", "num_gpus", "seconds"} and budget["more_gpus_plan"] is None
+    assert main([*base, "--deadline-days", "30"]) == 0
+    late = json.loads(capsys.readouterr().out)
+    assert {"batch_tokens", "batch_change", "cost_usd", "budget_usd"} <= set(late["more_gpus_plan"])
