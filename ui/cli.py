@@ -406,9 +406,8 @@ def plan(
         with render.working("searching layouts and solving the ILP", quiet=as_json):
             result = solve(request, calibration=applied_calibration(chosen))
     except InfeasiblePlan as exc:
-        if switch and not as_json:
-            render.warn(switch.words(spec.name))
-        render_plan.no_plan(exc, request, as_json=as_json, calibration=chosen)
+        said = (switch.words(spec.name),) if switch else ()
+        render_plan.no_plan(exc, request, as_json=as_json, calibration=chosen, said=said)
         if out:  # trial s35: a script's `plan --out p.json && emit p.json` failed later, or emitted an old file
             stale = " (the file there is not this request's plan)" if out.exists() else ""
             render.warn(f"no plan is feasible, so none was written to {out}{stale}")

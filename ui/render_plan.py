@@ -98,13 +98,14 @@ PLAN_KEYS = (
 )  # fmt: skip
 
 
-def no_plan(exc, request, *, as_json: bool, calibration) -> None:
+def no_plan(exc, request, *, as_json: bool, calibration, said: tuple[str, ...] = ()) -> None:
     """``plan``'s infeasible answer, with what the request's price kind warns of (trial s43: the
-    warnings that explain an answer over budget under reserved-1y were dropped)."""
+    warnings that explain an answer over budget under reserved-1y were dropped); ``said``: the
+    command's own warnings first (a stack switched to its fork: review s48)."""
     from planner.api import unplanned_price_warnings
     from planner.catalog.hardware import load_catalog
 
-    warnings = unplanned_price_warnings(request, load_catalog())
+    warnings = (*said, *unplanned_price_warnings(request, load_catalog()))
     for warning in () if as_json else warnings:
         warn(warning)
     known = {"risk": request.risk.value, "stack": request.stack.value, "warnings": list(warnings)}

@@ -483,3 +483,9 @@ def test_plan_and_explain_under_a_stack_whose_fork_runs_the_model_say_the_switch
     explained = json.loads(capsys.readouterr().out)
     assert explained["warnings"][0].startswith("DeepSpeed's pipeline engine trains a PipelineModule")
     assert main(["explain", str(saved), "--stack", "hf-trainer"]) == 2  # no pipeline engine, no fork
+    # an infeasible answer says the switch too, in its JSON (review s48)
+    late = ["plan", "--model", "mpt-7b", "--tokens", "1e13", "--gpus", "a100-80gb-sxm=8", "--deadline-days", "1"]
+    assert main([*late, "--stack", "megatron-lm", "--json"]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    assert answer["feasible"] is False and answer["stack"] == "megatron-deepspeed"
+    assert answer["warnings"][0].startswith("megatron-lm has no ALiBi attention bias, which mpt-7b needs")
