@@ -69,6 +69,7 @@ def portfolio(
 ) -> None:
     """Size several jobs at once on one shared GPU inventory."""
     from planner.api.explore import held_purchase_prices, plan_portfolio
+    from planner.api.held_prices import portfolio_held_prices
     from ui.portfolio_file import file_requests, past_horizon
 
     k8s = k8s_names(k8s_image, k8s_pvc)  # review s27: only emit took them
@@ -101,7 +102,7 @@ def portfolio(
         no_answer(exc, requests, as_json=as_json, calibration=chosen, answer_keys=render_portfolio.PORTFOLIO_KEYS)
         return
     emitted = None if emit_dir is None else emitted_jobs(solution, emit_dir, k8s)
-    rents, price_notes = rented_prices(solution, requests, catalog)
+    rents, price_notes = portfolio_held_prices(solution, requests, catalog)
     # the file's own warnings beside the jobs', in --json too (trial s28c: on stderr alone)
     solution = replace(solution, warnings=(*past_horizon(spec), *solution.warnings, *price_notes))
     prices = held_purchase_prices(catalog, solution.held_types, given)  # those the owned rates are at
@@ -162,22 +163,6 @@ def emitted_jobs(solution, emit_dir: Path, k8s: K8sNames) -> dict[str, Path]:
         a.job: emit_job(a.plan, emit_dir / a.job, name=a.job, run=RunSettings(steps=default_steps(a.plan)), **k8s)
         for a in solution.assignments
     }
-
-
-def rented_prices(solution, requests: dict, catalog: Catalog) -> tuple[dict, tuple[str, ...]]:
-    """The types a portfolio rents or reserves jobs on, at their prices (``held_prices``), and those
-    prices' warnings (trial s48 H1, M4: a rent no median of offers backs, a kind above on-demand)."""
-    from planner.api.held_prices import held_price_warnings, held_prices
-    from planner.search.fleet_plan import Holding
-
-    reserved = {r.gpu_id for r in solution.reserved}
-    held_jobs: dict[tuple[str, Holding], list[str]] = {}
-    for a in solution.assignments:
-        if a.gpu_id not in solution.held_types:
-            holding = Holding.RESERVED if a.gpu_id in reserved else Holding.RENTED
-            held_jobs.setdefault((a.gpu_id, holding), []).append(a.job)
-    prices = held_prices(requests, catalog, [gpu for gpu, _ in held_jobs])
-    return prices, held_price_warnings(requests, catalog, prices, held_jobs, "the portfolio")
 
 
 def fleet_prices(spec: JobsFile, catalog: Catalog, jobs_file: Path) -> dict[str, float]:

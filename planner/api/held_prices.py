@@ -5,6 +5,7 @@ behind it (one provider's rate, an estimate), and each type priced above its on-
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
 from planner.api.notices import dearer_warnings
 from planner.catalog.hardware import Catalog
@@ -13,7 +14,10 @@ from planner.model.settings import DEFAULT_SETTINGS
 from planner.request import PlanRequest, priced_catalog
 from planner.search.fleet_plan import Holding
 
-__all__ = ["JOBS_FILE_QUOTE", "held_price_warnings", "held_prices"]
+if TYPE_CHECKING:  # explore.py builds the portfolio answer these prices are of
+    from planner.api.explore import PortfolioPlan
+
+__all__ = ["JOBS_FILE_QUOTE", "held_price_warnings", "held_prices", "portfolio_held_prices"]
 
 # How a jobs file's user sets a price of their own (plan's is --price).
 JOBS_FILE_QUOTE = "[rent_usd_per_gpu_hour] in the jobs file sets your own quote"
@@ -59,3 +63,19 @@ def held_price_warnings(
         if gpu in prices and prices[gpu].basis.estimated
     )
     return dearer + estimated
+
+
+def portfolio_held_prices(
+    solution: PortfolioPlan, requests: Mapping[str, PlanRequest], catalog: Catalog
+) -> tuple[dict[str, HeldPrice], tuple[str, ...]]:
+    """The types a portfolio rents or reserves jobs on, at their prices (``held_prices``), and those
+    prices' warnings (trial s48 H1, M4: a rent no median of offers backs, a kind above on-demand), as
+    fleet's ``with_prices`` gives its own (review s48 M2: this was worked out in the CLI)."""
+    reserved = {r.gpu_id for r in solution.reserved}
+    held_jobs: dict[tuple[str, Holding], list[str]] = {}
+    for a in solution.assignments:
+        if a.gpu_id not in solution.held_types:
+            holding = Holding.RESERVED if a.gpu_id in reserved else Holding.RENTED
+            held_jobs.setdefault((a.gpu_id, holding), []).append(a.job)
+    prices = held_prices(requests, catalog, [gpu for gpu, _ in held_jobs])
+    return prices, held_price_warnings(requests, catalog, prices, held_jobs, "the portfolio")
