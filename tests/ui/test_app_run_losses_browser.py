@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from test_app_browser import CHROMIUM, CHROMIUM_ARGS, EN, Page, app_url  # noqa: F401 (a fixture)
 
+from planner.model.run_loss_inputs import shown_figure
+
 pytestmark = pytest.mark.browser
 
 
@@ -25,7 +27,11 @@ def test_a_failure_rate_reaches_the_card_and_the_plan_file(app_url, tmp_path):  
             app.wait_text(EN("plan_card", model="llama3-8b"), 120)
             page.get_by_text(EN("run_losses"), exact=True).click()  # the expander starts collapsed
             app.number(EN("loss_failure_rate_x"), "4")
-            app.wait_text(EN("card_run_losses", words=EN("loss_words_failure_rate_x", value=4.0)), 120, exact=True)
+            app.wait_text(
+                EN("card_run_losses", words=EN("loss_words_failure_rate_x", value=shown_figure("failure_rate_x", 4.0))),
+                120,
+                exact=True,
+            )
             app.check("run-losses")
             app.tab(EN("tab_downloads"))
             with page.expect_download() as download:
