@@ -88,6 +88,15 @@ RUN_LOSS_LABELS: dict[str, tuple[str, str]] = {
     # the card's line under the goodput (ui/plan_card.py run_losses_text); each {value} is the figure as
     # RunLossInputs.said shows it, a percentage with its sign (planner.fmt.percent)
     "card_run_losses": ("Goodput on your figures: {words}.", "有效训练时间占比按您给出的数字计算：{words}。"),
+    # under the portfolio's jobs (ui/plan_card.py jobs_run_losses_texts; the CLI's jobs_figures_lines)
+    "portfolio_run_losses_all": (
+        "Every job's days on your figures: {words}.",
+        "所有作业的天数按您给出的数字计算：{words}。",
+    ),
+    "portfolio_run_losses_job": (
+        "{job}'s days on your figures: {words}.",
+        "作业 {job} 的天数按您给出的数字计算：{words}。",
+    ),
     "loss_words_failure_rate_x": ("failure rate {value}×", "故障率 {value} 倍"),
     "loss_words_no_failures": ("no failures", "不发生故障"),
     "loss_words_checkpoint_write_gb_per_s": ("checkpoint write {value} GB/s", "检查点写入 {value} GB/s"),

@@ -28,6 +28,7 @@ from planner.fmt import energy, expected_events, number_band
 from planner.model.attention_kernels import AttentionKernel
 from planner.model.profiles import own_model_profile
 from planner.model.rates import KERNEL_WORDS
+from planner.model.run_loss_inputs import RunLossInputs, by_job
 from planner.plan import Plan
 from planner.plan_accuracy import Uncertainty
 from planner.request import hf_moe_stack, left_out_gpus
@@ -88,10 +89,23 @@ def goodput_row(tr: Labels, g: GoodputEstimate | None) -> tuple[tuple[int, str, 
 def run_losses_text(tr: Labels, plan: Plan) -> str | None:
     """'Goodput on your figures: failure rate 2×, input stalls 5%.' under the goodput, where the
     user's run-loss figures replaced the defaults (the CLI's ``run_losses_note``); None: all defaults."""
-    said = plan.run_losses.said()
-    if not said:
-        return None
-    return tr("card_run_losses", words=tr.join([tr(f"loss_words_{key}", value=value) for key, value in said]))
+    return tr("card_run_losses", words=loss_words(tr, plan.run_losses)) if plan.run_losses.said() else None
+
+
+def loss_words(tr: Labels, losses: RunLossInputs) -> str:
+    """'failure rate 2×, input stalls 5%': the figures given, in the page's language."""
+    return tr.join([tr(f"loss_words_{key}", value=value) for key, value in losses.said()])
+
+
+def jobs_run_losses_texts(tr: Labels, losses: dict[str, RunLossInputs]) -> list[str]:
+    """Under the portfolio's jobs: which jobs' days rest on the user's run-loss figures, as the CLI's
+    lines under portfolio's table (``by_job``; app trial s48: the page said none)."""
+    return [
+        tr("portfolio_run_losses_all", words=loss_words(tr, given))
+        if job is None
+        else tr("portfolio_run_losses_job", job=plain(job), words=loss_words(tr, given))
+        for job, given in by_job(losses)
+    ]
 
 
 def calibration_text(tr: Labels, plan: Plan, calibration: CalibrationUpload | None) -> str | None:

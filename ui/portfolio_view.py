@@ -21,6 +21,7 @@ from ui.cached import cached_portfolio
 from ui.i18n import Labels, plain
 from ui.messages import ac_text, band_text, duration
 from ui.number_box import number_box
+from ui.plan_card import jobs_run_losses_texts
 from ui.sidebar import Inputs
 from ui.single import show_infeasible
 
@@ -119,6 +120,8 @@ def show_portfolio(tr: Labels, inputs: Inputs) -> None:
             tr("col_budget_usd"): st.column_config.NumberColumn(format=app_core.DOLLARS),
         },
     )
+    for line in jobs_run_losses_texts(tr, {name: r.run_losses for name, r in requests.items()}):
+        st.caption(line)
     inventory = shared_inventory(inputs.request)
     st.caption(tr("portfolio_inventory", inventory=tr.join(f"{g} ≤ {n:,}" for g, n in inventory.items())))
     left, right = st.columns(2)

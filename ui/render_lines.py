@@ -12,7 +12,7 @@ from planner.catalog.specs import NodeTemplate
 from planner.estimate_parts import GoodputEstimate
 from planner.fmt import counted, duration_h, duration_words, expected_events, money, number_band
 from planner.model.goodput import MIN_GOODPUT
-from planner.model.run_loss_inputs import RunLossInputs
+from planner.model.run_loss_inputs import RunLossInputs, by_job
 from planner.plan import Estimate, Plan
 from planner.units import SECONDS_PER_MINUTE
 
@@ -233,12 +233,7 @@ def jobs_figures_lines(losses: dict[str, RunLossInputs]) -> list[str]:
     """Under portfolio's table: which jobs' days rest on the jobs file's run-loss keys, one line for
     all where every job has the same ('every job's days on your figures: input stalls 5 %'), else a
     line per job that gave some ('chat-8b's days on your figures: ...')."""
-    words = {job: figures_words(given) for job, given in losses.items()}
-    if not any(words.values()):
-        return []
-    if len(words) > 1 and len(set(words.values())) == 1:
-        return [f"every job's days {next(iter(words.values()))}"]
-    return [f"{job}'s days {w}" for job, w in words.items() if w]
+    return [f"{'every job' if job is None else job}'s days {figures_words(given)}" for job, given in by_job(losses)]
 
 
 def jobs_run_losses_json(losses: dict[str, RunLossInputs]) -> dict:

@@ -10,6 +10,8 @@ replan keep them), applied to the settings in one place (planner/request.py ``ru
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import annotated_types
 from pydantic import BaseModel, Field
 
@@ -116,6 +118,19 @@ _WORDS = {
 
 
 DEFAULT_RUN_LOSSES = RunLossInputs()
+
+
+def by_job(losses: Mapping[str, RunLossInputs]) -> tuple[tuple[str | None, RunLossInputs], ...]:
+    """Which jobs' days rest on the user's run-loss figures: ``(None, theirs)`` once where every job
+    of several gives the same, else ``(job, its)`` for each job that gives any; ``()`` where none
+    does (the lines under portfolio's and fleet's answers, and the app's portfolio view)."""
+    given = {job: figures for job, figures in losses.items() if figures.said()}
+    if not given:
+        return ()
+    shared = {tuple(figures.said()) for figures in losses.values()}
+    if len(losses) > 1 and len(shared) == 1:
+        return ((None, next(iter(given.values()))),)
+    return tuple(given.items())
 
 
 def refuses_zero(name: str) -> bool:

@@ -126,3 +126,24 @@ def test_a_language_switch_keeps_the_figures():
     at.sidebar.radio(key="lang").set_value("zh").run()
     assert at.sidebar.number_input(key=LOSS_KEYS["failure_rate_x"]).value == FIGURES.failure_rate_x
     assert ZH("card_run_losses", words="故障率 4 倍、输入停顿 5%") in [c.value for c in at.caption]
+
+
+def test_the_portfolio_says_which_jobs_days_rest_on_the_figures_in_both_languages():
+    """App trial s48: portfolio's CLI says which jobs' days rest on the jobs file's run-loss figures
+    (``by_job``: one line where all share them, else one per job); the page said none."""
+    from planner.model.run_loss_inputs import by_job
+    from ui.plan_card import jobs_run_losses_texts, loss_words
+
+    same = {"a": FIGURES, "b": FIGURES}
+    assert by_job(same) == ((None, FIGURES),) and by_job({"a": DEFAULT_RUN_LOSSES}) == ()
+    assert by_job({"a": FIGURES, "b": DEFAULT_RUN_LOSSES}) == (("a", FIGURES),)
+    assert by_job({"a": FIGURES}) == (("a", FIGURES),)  # one job: named
+    for tr in (EN, ZH):
+        at = run_app(portfolio_mode=True, gpus=["h100-sxm"], inventory={"h100-sxm": 8}, lang=tr.lang, **boxes(FIGURES))
+        at.text_input(key="job_name").set_value("small")
+        at.button(key="add_job").click().run()
+        assert not at.exception
+        (line,) = jobs_run_losses_texts(tr, {"small": FIGURES})
+        assert line == tr("portfolio_run_losses_job", job="small", words=loss_words(tr, FIGURES))
+        assert line in [c.value for c in at.caption]
+        assert tr.lang == "en" or not english_sentences(line)
