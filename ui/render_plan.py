@@ -248,19 +248,22 @@ def unplanned_gpus_line(result) -> str | None:
     return line
 
 
-ESTIMATED_PRICE_NOTE = (
-    f"* $/GPU-h: {PriceBasis.ESTIMATE.words}, or {PriceBasis.ONE_OFFER.words} (trainplan catalog --json)"
-)
+def estimated_price_note(plans) -> str | None:
+    """'* $/GPU-h: one provider's listed rate, not a median of offers (trainplan catalog --json)': the
+    starred prices' bases, only those the table shows (trial s48 M4: a spot table read "an estimate,
+    ... or one provider's rate" beside one provider's rate only); None where no price is starred."""
+    bases = dict.fromkeys(b for p in plans if (b := PriceBasis(p.price_basis)).estimated)
+    return None if not bases else f"* $/GPU-h: {', or '.join(b.words for b in bases)} (trainplan catalog --json)"
 
 
 def plans_table(title: str, chosen, others, risk: str) -> Table:
     """The chosen plan (marked) and ``others``, one row each, with the columns the search weighs;
     a price the catalog estimates is starred, the note under the table."""
     plans = (chosen, *others)
-    estimated = any(PriceBasis(p.price_basis).estimated for p in plans)
     tight = any(p.estimate.may_not_fit for p in plans)
     held = any(p.estimate.model_mfu is not None for p in plans)
-    notes = [ESTIMATED_PRICE_NOTE] * estimated + [MAY_NOT_FIT_NOTE] * tight + [CEILING_NOTE] * held
+    priced = [n for n in (estimated_price_note(plans),) if n]
+    notes = priced + [MAY_NOT_FIT_NOTE] * tight + [CEILING_NOTE] * held
     table = Table(title=title, title_justify="left", caption="\n".join(notes) or None)
     columns = (
         "#", "GPU", "n", "layout", "mb x acc", "AC", "time (80 % band)", f"{risk} time, cost", "cost", "$/GPU-h", "MFU",

@@ -560,3 +560,21 @@ def test_a_budget_answers_named_plan_carries_no_count_fields(capsys):
     assert main([*base, "--deadline-days", "30"]) == 0
     late = json.loads(capsys.readouterr().out)
     assert {"batch_tokens", "batch_change", "cost_usd", "budget_usd"} <= set(late["more_gpus_plan"])
+
+
+def test_the_price_footnote_names_only_the_bases_the_table_stars():
+    """Trial s48 M4: under a spot run the '*' note read "an estimate, ..., or one provider's listed
+    rate" beside one provider's rates only; it names the bases its table shows."""
+    from types import SimpleNamespace
+
+    from planner.catalog.prices import PriceBasis
+    from ui.render_plan import estimated_price_note
+
+    def plans(*bases):
+        return [SimpleNamespace(price_basis=b.value) for b in bases]
+
+    one = estimated_price_note(plans(PriceBasis.ONE_OFFER, PriceBasis.ONE_OFFER))
+    assert one == f"* $/GPU-h: {PriceBasis.ONE_OFFER.words} (trainplan catalog --json)"
+    both = estimated_price_note(plans(PriceBasis.ESTIMATE, PriceBasis.ONE_OFFER))
+    assert both == f"* $/GPU-h: {PriceBasis.ESTIMATE.words}, or {PriceBasis.ONE_OFFER.words} (trainplan catalog --json)"
+    assert estimated_price_note(plans(*(b for b in PriceBasis if not b.estimated))) is None
