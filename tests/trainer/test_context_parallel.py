@@ -7,13 +7,11 @@ full model's gradients.
 
 from __future__ import annotations
 
-import socket
-
 import pytest
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
 import torch.nn.functional as F
+from support.worlds import gather_world
 
 from planner.catalog.models import get_preset
 from trainer.context_parallel import ContextParallel, apply_context_parallel, gather_sequence
@@ -74,13 +72,7 @@ def _worker(rank: int, world: int, port: int, queue) -> None:
 
 @pytest.mark.parametrize("world", [4])  # 8 chunks; 2 ranks run in the layout tests
 def test_context_parallel_matches_the_full_sequence(world):
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    context = mp.get_context("spawn")
-    queue = context.SimpleQueue()
-    mp.start_processes(_worker, args=(world, port, queue), nprocs=world, start_method="spawn")
-    results = sorted(queue.get() for _ in range(world))
+    results = gather_world(_worker, world)
     for rank, logits_error, gathered_error, grad_error in results:
         assert logits_error < 1e-4, f"rank {rank}: logits differ by {logits_error:.2e}"
         assert gathered_error < 1e-4, f"rank {rank}: gathered logits differ by {gathered_error:.2e}"

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import socket
-
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
 import torch.nn.functional as F
+from support.worlds import gather_world
 from torch.utils.checkpoint import checkpoint
 
 from planner.catalog.models import get_preset
@@ -158,12 +156,7 @@ def test_router_bias_sums_the_load_over_data_and_context_parallel_ranks_of_its_s
     """8 ranks, pp 2 x dp_shard 2 x cp 2: each stage's 4 ranks sum their tallies (rank r routed
     ``(r + 1) x [0..7]``) and move their biases alike; the other stage's ranks are not summed in."""
     world = 8
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    queue = mp.get_context("spawn").SimpleQueue()
-    mp.start_processes(_bias_worker, args=(world, port, queue), nprocs=world, start_method="spawn")
-    results = sorted(queue.get() for _ in range(world))
+    results = gather_world(_bias_worker, world)
     for rank, stage, bias in results:
         # pp is the outermost axis: stage 0 holds ranks 0-3, stage 1 ranks 4-7.
         load = torch.arange(8.0) * sum(r + 1 for r in range(4 * stage, 4 * stage + 4))
