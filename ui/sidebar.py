@@ -34,7 +34,6 @@ from planner.model.spec import ModelSpec
 from planner.model.stacks import Stack
 from planner.request import DEFAULT_AC
 from planner.search.ownership import TcoAssumptions
-from planner.stack_rules import stack_switch
 from ui import app_core
 from ui.calibration_upload import CalibrationUpload
 from ui.gpu_table import PRICE_KIND_OF, ROWS_KEY, GpuChoice, default_rows, gpu_table, with_price_kind
@@ -407,14 +406,14 @@ def sidebar(cat: Catalog) -> tuple[Labels, Inputs | None]:
         )
         run_losses = sidebar_run_losses(tr)
         st.header(tr("section_stack"))
-        stack, calibration = sidebar_stack(tr, model)
+        stack, switch, calibration = sidebar_stack(tr, model)
     if model is None or gpu_choice is None:
         return tr, None
     if not training["activation_checkpointing"]:
         st.error(tr("no_ac"))
         return tr, None
     note = None
-    if switch := stack_switch(stack, model, pp=1):  # issue 27: an ALiBi model under megatron-lm
+    if switch is not None:  # issue 27: an ALiBi model under megatron-lm
         note = tr("stack_switched_alibi", stack=stack.value, model=plain(model.name), runs=switch.runs.value)
         stack = switch.runs
     try:

@@ -13,7 +13,7 @@ from planner.errors import CatalogError
 from planner.model.attention_kernels import AttentionKernel
 from planner.model.spec import ModelSpec
 from planner.model.stacks import Stack
-from planner.stack_rules import stack_switch
+from planner.stack_rules import StackSwitch, stack_switch
 from ui import app_core
 from ui.cached import cached_calibration
 from ui.calibration import choose_calibration
@@ -22,8 +22,9 @@ from ui.i18n import Labels
 from ui.reasons import CALIBRATION_REASONS, reason_text, refusal
 
 
-def sidebar_stack(tr: Labels, model: ModelSpec | None) -> tuple[Stack, CalibrationUpload | None]:
-    """The stack to predict for (``--stack``) and a calibration file (``--calibration``), if usable.
+def sidebar_stack(tr: Labels, model: ModelSpec | None) -> tuple[Stack, StackSwitch | None, CalibrationUpload | None]:
+    """The stack to predict for (``--stack``), its switch to a fork where it has one (``stack_switch``;
+    the request reads it, not a second ask), and a calibration file (``--calibration``), if usable.
     Its kernels and switches are those of the stack that runs the plan: an ALiBi model under
     megatron-lm runs Megatron-DeepSpeed (``stack_switch``), whose partitioned activations the CLI
     takes there too (app48: the box was hidden, and a tick left from that stack still applied)."""
@@ -62,7 +63,7 @@ def sidebar_stack(tr: Labels, model: ModelSpec | None) -> tuple[Stack, Calibrati
     if uploaded is None:
         default = choose_calibration(None, disabled=False)  # the file plan/estimate/explain apply too
         if default is None:
-            return chosen, None
+            return chosen, switch, None
         st.caption(tr("calibration_default", path=default.path))
     upload = CalibrationUpload(str(default.path) if default else uploaded.name if uploaded else "", b"")
     try:
@@ -73,9 +74,9 @@ def sidebar_stack(tr: Labels, model: ModelSpec | None) -> tuple[Stack, Calibrati
     except app_core.UploadTooLarge as exc:
         size_mb = exc.size_bytes / 1e6
         st.error(tr("calibration_too_big", name=exc.name, size_mb=size_mb, limit_mb=app_core.UPLOAD_LIMIT_MB))
-        return chosen, None
+        return chosen, switch, None
     except CatalogError as exc:  # planned with the plain catalog
         error = reason_text(tr, refusal(exc), CALIBRATION_REASONS, name=upload.shown)
         st.error(tr("bad_calibration", error=error))
-        return chosen, None
-    return chosen, upload
+        return chosen, switch, None
+    return chosen, switch, upload
