@@ -10,6 +10,7 @@ in one line, trainer/torchrun.py) with the plan's world size, passes its output 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import errno
 import json
 import os
@@ -19,6 +20,7 @@ import subprocess
 import sys
 import threading
 from contextlib import suppress
+from dataclasses import dataclass
 from pathlib import Path
 
 from planner.errors import DiskFullError, ExitCode, JobDirLockedError
@@ -31,7 +33,7 @@ from trainer.preemption import Interrupted, signals_interrupt
 from trainer.replan import archive_replan_report, print_replan_report, read_replan_report, replan_job
 from trainer.worker import WORKER_MODULE
 
-__all__ = ["JobDirLockedError", "job_lock", "run_job", "torchrun_command"]
+__all__ = ["JobDirLockedError", "NodeLaunch", "job_lock", "run_job", "torchrun_command"]
 
 MAX_RESTARTS = 1000  # torchrun elastic restarts: more is a typo, not a policy
 MAX_PROCS_PER_NODE = 1024  # processes one agent starts: more is a hand-edited plan, not a machine
@@ -308,80 +310,45 @@ def prepare_or_exit_code(job_dir: Path, spec: JobSpec) -> int | None:
     return None
 
 
-def run_job(
-    job_dir: Path,
-    *,
-    device: str = "auto",
-    nproc: int | None = None,
-    steps: int | None = None,
-    auto_replan: bool = False,
-    max_restarts: int = 0,
-    nnodes: int | None = None,
-    node_rank: int = 0,
-    rdzv_endpoint: str | None = None,
-    rdzv_id: str | None = None,
-    module: str = WORKER_MODULE,
-) -> int:
+@dataclass(frozen=True)
+class NodeLaunch:
+    """What this node's launcher was asked for (``trainplan run``'s flags); None: the plan's own."""
+
+    device: str = "auto"
+    nproc: int | None = None
+    steps: int | None = None
+    max_restarts: int = 0
+    nnodes: int | None = None
+    node_rank: int = 0
+    rdzv_endpoint: str | None = None
+    rdzv_id: str | None = None
+    module: str = WORKER_MODULE
+
+    def nodes(self, spec: JobSpec) -> int:
+        return self.nnodes or spec.plan.num_nodes
+
+    def ranks(self, spec: JobSpec) -> tuple[int, int]:
+        return _node_ranks(spec, self.nproc, self.nnodes, self.node_rank)
+
+    def command(self, spec: JobSpec, job_dir: Path) -> list[str]:
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return torchrun_command(spec, job_dir, **fields)
+
+
+def run_job(job_dir: Path, launch: NodeLaunch = NodeLaunch(), *, auto_replan: bool = False) -> int:
     """Run (or resume) the job in ``job_dir`` on this node; returns the exit code.
 
-    ``nnodes``/``node_rank``/``rdzv_endpoint`` start one of several nodes (as slurm.sbatch does);
-    ``module`` is the entry module torchrun starts (tests use a stand-in).
+    ``launch``'s ``nnodes``/``node_rank``/``rdzv_endpoint`` start one of several nodes (as
+    slurm.sbatch does); its ``module`` is the entry module torchrun starts (tests use a stand-in).
     Raises JobDirLockedError if another launcher runs this directory, ValueError on bad input.
     """
     setup_logging()  # prepare_data's lines, printed here before torchrun starts
     job_dir = resolve_job_dir(job_dir)
     spec = checked_job(job_dir)
-    if (problem := run_problem(spec.plan, spec.run)) is not None:  # the workers' check, before they start
-        raise ValueError(problem)
-    _check_counts(nproc, steps, max_restarts)
-    check_node_args(spec, nproc, nnodes, node_rank)
-    if rdzv_endpoint is not None:
-        check_endpoint(rdzv_endpoint)
-    if rdzv_id is not None:
-        check_rdzv_id(rdzv_id)
-    device = resolve_device(device)
-    per_node = _node_ranks(spec, nproc, nnodes, node_rank)[1]
-    if module == WORKER_MODULE:  # the trainer's own rule (a stand-in module of the tests checks nothing)
-        check_world(spec, per_node * (nnodes or spec.plan.num_nodes), nnodes or spec.plan.num_nodes)
-    check_visible_gpus(device, per_node)
-    check_estimate_current(spec.plan, spec.run, per_node, device)  # before anything starts or allocates
-    if auto_replan and (nnodes or spec.plan.num_nodes) > 1:
-        raise ValueError("--auto-replan works on single-node runs: a corrected plan may change the node count")
-    with job_lock(job_dir, node_rank) as lock_fd:
+    launch = checked_launch(spec, launch, auto_replan)
+    with job_lock(job_dir, launch.node_rank) as lock_fd:
         for _ in range(MAX_REPLANS + 1):
-            check_no_workers(job_dir, *_node_ranks(spec, nproc, nnodes, node_rank))
-            command = torchrun_command(
-                spec,
-                job_dir,
-                device=device,
-                nproc=nproc,
-                steps=steps,
-                max_restarts=max_restarts,
-                nnodes=nnodes,
-                node_rank=node_rank,
-                rdzv_endpoint=rdzv_endpoint,
-                rdzv_id=rdzv_id,
-                module=module,
-            )
-            if node_rank == 0:
-                if spec.run.save_checkpoints:  # before step 1, not at the first save
-                    check_writable_dir(job_dir / CHECKPOINT_DIR, "checkpoints")
-                if (failed := prepare_or_exit_code(job_dir, spec)) is not None:
-                    return failed
-                archive_replan_report(job_dir)
-            (job_dir / EXIT_STATUS_FILE).unlink(missing_ok=True)
-            if rdzv_endpoint:  # trial s27: node 0 waited 60 s for a node that never came, silent
-                nodes = nnodes or spec.plan.num_nodes
-                print(f"trainplan: node {node_rank} of {nodes}: waiting at {rdzv_endpoint} until every node joins",
-                      file=sys.stderr, flush=True)  # fmt: skip
-            data_env = checked_data_env(job_dir, spec, node_rank)
-            code = worker_exit_code(job_dir, run_child(command, keep_fds=(lock_fd,), extra_env=data_env))
-            if code == KILLED:  # trial s25: exit 137 with no line of the launcher's own
-                print(
-                    "trainplan: torchrun was killed (SIGKILL: an operator or the kernel's OOM killer); its workers"
-                    " saved on their way out where they could: run the job again to resume",
-                    file=sys.stderr,
-                )
+            code = _start_workers(job_dir, spec, launch, lock_fd)
             report = read_replan_report(job_dir) if code != ExitCode.OK else None
             if report is None:
                 return code
@@ -395,6 +362,53 @@ def run_job(
             spec = replanned
         print(f"trainplan: still does not fit after {MAX_REPLANS} replans; giving up", file=sys.stderr)
         return ExitCode.REPLAN
+
+
+def checked_launch(spec: JobSpec, launch: NodeLaunch, auto_replan: bool) -> NodeLaunch:
+    """Every check of the run's flags against the plan and this machine, before anything starts or
+    allocates; the launch with its device resolved."""
+    if (problem := run_problem(spec.plan, spec.run)) is not None:  # the workers' check, before they start
+        raise ValueError(problem)
+    _check_counts(launch.nproc, launch.steps, launch.max_restarts)
+    check_node_args(spec, launch.nproc, launch.nnodes, launch.node_rank)
+    if launch.rdzv_endpoint is not None:
+        check_endpoint(launch.rdzv_endpoint)
+    if launch.rdzv_id is not None:
+        check_rdzv_id(launch.rdzv_id)
+    launch = dataclasses.replace(launch, device=resolve_device(launch.device))
+    per_node = launch.ranks(spec)[1]
+    if launch.module == WORKER_MODULE:  # the trainer's own rule (a stand-in module of the tests checks nothing)
+        check_world(spec, per_node * launch.nodes(spec), launch.nodes(spec))
+    check_visible_gpus(launch.device, per_node)
+    check_estimate_current(spec.plan, spec.run, per_node, launch.device)
+    if auto_replan and launch.nodes(spec) > 1:
+        raise ValueError("--auto-replan works on single-node runs: a corrected plan may change the node count")
+    return launch
+
+
+def _start_workers(job_dir: Path, spec: JobSpec, launch: NodeLaunch, lock_fd: int) -> int:
+    """One torchrun launch of this node's workers (node 0 first prepares the data); its exit code."""
+    check_no_workers(job_dir, *launch.ranks(spec))
+    command = launch.command(spec, job_dir)
+    if launch.node_rank == 0:
+        if spec.run.save_checkpoints:  # before step 1, not at the first save
+            check_writable_dir(job_dir / CHECKPOINT_DIR, "checkpoints")
+        if (failed := prepare_or_exit_code(job_dir, spec)) is not None:
+            return failed
+        archive_replan_report(job_dir)
+    (job_dir / EXIT_STATUS_FILE).unlink(missing_ok=True)
+    if launch.rdzv_endpoint:  # trial s27: node 0 waited 60 s for a node that never came, silent
+        print(f"trainplan: node {launch.node_rank} of {launch.nodes(spec)}: waiting at {launch.rdzv_endpoint}"
+              " until every node joins", file=sys.stderr, flush=True)  # fmt: skip
+    data_env = checked_data_env(job_dir, spec, launch.node_rank)
+    code = worker_exit_code(job_dir, run_child(command, keep_fds=(lock_fd,), extra_env=data_env))
+    if code == KILLED:  # trial s25: exit 137 with no line of the launcher's own
+        print(
+            "trainplan: torchrun was killed (SIGKILL: an operator or the kernel's OOM killer); its workers"
+            " saved on their way out where they could: run the job again to resume",
+            file=sys.stderr,
+        )
+    return code
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -420,19 +434,8 @@ def main(argv: list[str] | None = None) -> int:
             job_dir = resolve_job_dir(args.job_dir)
             with job_lock(job_dir):
                 return prepare_or_exit_code(job_dir, JobSpec.load(job_dir)) or ExitCode.OK
-        return run_job(
-            args.job_dir,
-            device=args.device,
-            nproc=args.nproc,
-            steps=args.steps,
-            auto_replan=args.auto_replan,
-            max_restarts=args.max_restarts,
-            nnodes=args.nnodes,
-            node_rank=args.node_rank,
-            rdzv_endpoint=args.rdzv_endpoint,
-            rdzv_id=args.rdzv_id,
-            module=args.module,
-        )
+        flags = {f.name: getattr(args, f.name) for f in dataclasses.fields(NodeLaunch)}
+        return run_job(args.job_dir, NodeLaunch(**flags), auto_replan=args.auto_replan)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return ExitCode.INVALID

@@ -171,20 +171,10 @@ def run(
     rdzv_id: str | None = typer.Option(None, "--rdzv-id", help="rendezvous id shared by all nodes"),
 ) -> None:
     """Run (or resume) a job with torchrun on this machine."""
-    from trainer.launch import run_job
+    from trainer.launch import NodeLaunch, run_job
 
-    code = run_job(
-        job_dir,
-        device=device.value,
-        nproc=nproc,
-        steps=steps,
-        auto_replan=auto_replan,
-        max_restarts=max_restarts,
-        nnodes=nnodes,
-        node_rank=node_rank,
-        rdzv_endpoint=rdzv_endpoint,
-        rdzv_id=rdzv_id,
-    )
+    launch = NodeLaunch(device.value, nproc, steps, max_restarts, nnodes, node_rank, rdzv_endpoint, rdzv_id)
+    code = run_job(job_dir, launch, auto_replan=auto_replan)
     raise typer.Exit(code)
 
 

@@ -95,12 +95,14 @@ def test_trainplan_run_says_and_reads_the_data_once(tmp_path, capfd):
     spec = json.loads((job / "job.json").read_text())
     spec["run"].update(steps=1, probe_steps=0, save_checkpoints=False)
     (job / "job.json").write_text(json.dumps(spec))
-    assert launch.run_job(job, device="cpu") == ExitCode.OK
+    assert launch.run_job(job, launch.NodeLaunch(device="cpu")) == ExitCode.OK
     out = capfd.readouterr().out
     assert out.count("data: preparing") == 1 and "data: reusing prepared shards" not in out, out
     meta_path = job / "data" / "meta.json"  # and a newer trainplan's key: one warning, the launcher's
     meta_path.write_text(json.dumps(json.loads(meta_path.read_text()) | {"augmentation": "none"}))
-    assert launch.run_job(job, device="cpu") == ExitCode.OK  # a second launch: the launcher's line only
+    assert (
+        launch.run_job(job, launch.NodeLaunch(device="cpu")) == ExitCode.OK
+    )  # a second launch: the launcher's line only
     out = capfd.readouterr().out
     assert out.count("data: reusing prepared shards") == 1 and out.count("does not know") == 1, out
 

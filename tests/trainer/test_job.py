@@ -26,7 +26,7 @@ from trainer.files import CHECKPOINT_DIR
 from trainer.job import JOB_FILES, default_job_name, emit_job
 from trainer.job_scripts import host_requests, k8s_name
 from trainer.job_spec import JobSpec, RunSettings
-from trainer.launch import JobDirLockedError, job_lock, run_job
+from trainer.launch import JobDirLockedError, NodeLaunch, job_lock, run_job
 
 EVIL = 'x"; touch PWNED; echo "$(touch PWNED2)`touch PWNED3`'
 VENV_BIN = str(Path(sys.executable).parent)
@@ -328,7 +328,7 @@ def _runs(job_dir: Path) -> list[dict]:
 
 
 def test_run_job_starts_the_plans_world_and_holds_the_lock(fake_trainer: Path) -> None:
-    code = run_job(fake_trainer, device="cpu", steps=3, module="fake_trainer")
+    code = run_job(fake_trainer, NodeLaunch(device="cpu", steps=3, module="fake_trainer"))
     assert code == 0
     runs = _runs(fake_trainer)
     assert sorted(r["rank"] for r in runs) == ["0", "1"] and {r["world"] for r in runs} == {"2"}
@@ -343,7 +343,7 @@ def test_second_run_on_the_same_directory_refuses(fake_trainer: Path) -> None:
         job_lock(fake_trainer),
         pytest.raises(JobDirLockedError, match=rf"job dir .*job is already being run by pid {os.getpid()} "),
     ):
-        run_job(fake_trainer, device="cpu", module="fake_trainer")
+        run_job(fake_trainer, NodeLaunch(device="cpu", module="fake_trainer"))
     holder = subprocess.Popen(
         [
             sys.executable,
@@ -362,7 +362,7 @@ def test_second_run_on_the_same_directory_refuses(fake_trainer: Path) -> None:
     try:
         assert holder.stdout.readline().strip() == "locked"
         with pytest.raises(JobDirLockedError, match=f"already being run by pid {holder.pid} on"):
-            run_job(fake_trainer, device="cpu", module="fake_trainer")
+            run_job(fake_trainer, NodeLaunch(device="cpu", module="fake_trainer"))
         assert launch.main([str(fake_trainer), "--device", "cpu"]) == 2
     finally:
         holder.kill()
@@ -372,7 +372,7 @@ def test_second_run_on_the_same_directory_refuses(fake_trainer: Path) -> None:
 
 def test_replan_needed_is_reported_and_refused_without_auto_replan(fake_trainer: Path, monkeypatch, capsys) -> None:
     monkeypatch.setenv("FAKE_MODE", "replan")
-    assert run_job(fake_trainer, device="cpu", nproc=1, module="fake_trainer") == 3
+    assert run_job(fake_trainer, NodeLaunch(device="cpu", nproc=1, module="fake_trainer")) == 3
     err = capsys.readouterr().err
     assert 'measured: {"peak_gib": 91.5, "reserved_gib": null}' in err and "--auto-replan" in err
     from planner.errors import Constraint, InfeasiblePlan
@@ -381,7 +381,7 @@ def test_replan_needed_is_reported_and_refused_without_auto_replan(fake_trainer:
         raise InfeasiblePlan(Constraint.MEMORY, "needs 95.0 GiB per GPU", "use more GPUs")
 
     monkeypatch.setattr("planner.api.replan", nothing_fits)
-    assert run_job(fake_trainer, device="cpu", nproc=1, module="fake_trainer", auto_replan=True) == 3
+    assert run_job(fake_trainer, NodeLaunch(device="cpu", nproc=1, module="fake_trainer"), auto_replan=True) == 3
     assert "no layout of" in capsys.readouterr().err
     assert JobSpec.load(fake_trainer).plan.training.micro_batch == 1
 
@@ -401,7 +401,7 @@ def test_auto_replan_rewrites_the_job_and_continues(fake_trainer: Path, monkeypa
         k8s_image="reg.example/tp:2", k8s_pvc="team-jobs",
     )  # fmt: skip
     before = JobSpec.load(fake_trainer)
-    assert run_job(fake_trainer, device="cpu", nproc=1, module="fake_trainer", auto_replan=True) == 0
+    assert run_job(fake_trainer, NodeLaunch(device="cpu", nproc=1, module="fake_trainer"), auto_replan=True) == 0
     manifest = _load_yaml((fake_trainer / "k8s.yaml").read_text())
     pod = manifest["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]
     assert pod["containers"][0]["image"] == "reg.example/tp:2" and "team-jobs" in json.dumps(pod["volumes"])
@@ -443,9 +443,9 @@ def test_sigterm_reaches_the_trainer(fake_trainer: Path) -> None:
 def test_multi_node_plans_need_rendezvous_options(tmp_path: Path) -> None:
     emit_job(make_plan(num_nodes=2, gpus_per_node=1), tmp_path / "job", name="two", run=RunSettings())
     with pytest.raises(ValueError, match="the plan spans 2 nodes"):
-        run_job(tmp_path / "job", device="cpu")
+        run_job(tmp_path / "job", NodeLaunch(device="cpu"))
     with pytest.raises(ValueError, match="--auto-replan works on single-node runs"):
-        run_job(tmp_path / "job", device="cpu", auto_replan=True, rdzv_endpoint="h:1")
+        run_job(tmp_path / "job", NodeLaunch(device="cpu", rdzv_endpoint="h:1"), auto_replan=True)
 
 
 # --------------------------------------------------------------------------- two nodes, end to end
@@ -525,11 +525,11 @@ def test_a_world_the_layout_cannot_take_is_refused_before_torchrun(tmp_path: Pat
     plan = make_plan(gpus_per_node=2)
     emit_job(plan, tmp_path / "job", name="two", run=RunSettings())
     with pytest.raises(ValueError, match=r"does not fit the 1 process this run starts"):
-        run_job(tmp_path / "job", device="cpu", nproc=1)
+        run_job(tmp_path / "job", NodeLaunch(device="cpu", nproc=1))
     with pytest.raises(
         ValueError, match="--nnodes 2 asks for 2 nodes, which meet at a rendezvous: pass --rdzv-endpoint HOST:PORT"
     ):
-        run_job(tmp_path / "job", device="cpu", nnodes=2)
+        run_job(tmp_path / "job", NodeLaunch(device="cpu", nnodes=2))
 
 
 def test_the_warmup_scales_with_the_job_unless_given(tmp_path: Path) -> None:
@@ -640,7 +640,7 @@ def test_a_node_says_it_waits_at_the_rendezvous(tmp_path: Path, monkeypatch, cap
     """Trial s27: node 0 of a 2-node run printed nothing for a minute while node 1 never came."""
     emit_job(make_plan(num_nodes=2, gpus_per_node=1), tmp_path / "job", name="two", run=RunSettings())
     monkeypatch.setattr(launch, "run_child", lambda *_args, **_kwargs: 0)
-    assert run_job(tmp_path / "job", device="cpu", node_rank=0, rdzv_endpoint="localhost:29555") == 0
+    assert run_job(tmp_path / "job", NodeLaunch(device="cpu", node_rank=0, rdzv_endpoint="localhost:29555")) == 0
     assert "trainplan: node 0 of 2: waiting at localhost:29555 until every node joins" in capsys.readouterr().err
 
 

@@ -187,7 +187,7 @@ def test_no_checkpoint_left_starts_over_saying_so_and_keeps_the_earlier_run(tmp_
 def test_a_job_whose_plan_was_edited_after_emit_is_refused(tmp_path, in_process, capsys):
     """Trial s37: a hand-edited job.json (its layout, or seq_len) trained and reported against the
     recorded estimate of another configuration, 2x off, where explain refused the same file."""
-    from trainer.launch import run_job
+    from trainer.launch import NodeLaunch, run_job
 
     job = write_job(tmp_path, SINGLE, 1, steps=2, probe_steps=0)
     spec = json.loads((job / "job.json").read_text())
@@ -197,7 +197,7 @@ def test_a_job_whose_plan_was_edited_after_emit_is_refused(tmp_path, in_process,
     err = capsys.readouterr().err
     assert "does not pass this trainplan's checks (estimate.global_batch_tokens" in err and "emit the job again" in err
     with pytest.raises(ValueError, match="does not pass this trainplan's checks"):  # the launcher, before torchrun
-        run_job(job, device="cpu")
+        run_job(job, NodeLaunch(device="cpu"))
     assert not (job / "metrics.jsonl").exists()
 
 
