@@ -104,7 +104,8 @@ def portfolio(
     emitted = None if emit_dir is None else emitted_jobs(solution, emit_dir, k8s)
     rents, price_notes = portfolio_held_prices(solution, requests, catalog)
     # the file's own warnings beside the jobs', in --json too (trial s28c: on stderr alone)
-    solution = replace(solution, warnings=(*past_horizon(spec), *solution.warnings, *price_notes))
+    words = (w.words() for w in price_notes)
+    solution = replace(solution, warnings=(*past_horizon(spec), *solution.warnings, *words))
     prices = held_purchase_prices(catalog, solution.held_types, given)  # those the owned rates are at
     basis = render_portfolio.owned_basis_words(prices, spec.ownership.tco()) if prices else None
     render.portfolio(solution, as_json=as_json, emitted=emitted, owned_basis=basis, calibration=chosen, prices=rents)

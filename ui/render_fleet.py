@@ -122,7 +122,7 @@ def fleet(
     if as_json:
         emit_json(data if calibration is None else {**data, "calibration": calibration_json(calibration)})
         return
-    for message in solution.warnings:  # on stderr, as plan's and portfolio's
+    for message in data["warnings"]:  # on stderr, as plan's and portfolio's
         warn(message)
     calibration_line(calibration)
     out.print(whole_words(option_table(data, risks or {})))
@@ -342,7 +342,7 @@ def fleet_json(
         "held_only": sorted(solution.held_only),
         # the reserved terms are billed (reserved_term), no longer warned of (session 44); the prices'
         # warnings (trial s48: a rent no median of offers backs, a kind above on-demand)
-        "warnings": list(solution.warnings),
+        "warnings": [w.words() for w in solution.price_warnings],
         "run_losses": jobs_run_losses_json(losses or {}),  # each job's, as portfolio's (trial s48)
     }
 

@@ -18,6 +18,7 @@ from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
 from planner.plan_calibration import PlanCalibration
 from planner.request import PlanRequest
 from planner.search.fleet import FleetSolution, Holding, size_fleet
+from planner.search.held_warnings import ManyJobAnswer
 from planner.search.ownership import TcoAssumptions, economics_for
 
 __all__ = ["plan_fleet"]
@@ -87,5 +88,5 @@ def with_prices(
     for a in solution.mixed.assignments:
         if a.holding is not Holding.OWNED:
             held_jobs.setdefault((a.gpu_id, a.holding), []).append(a.job)
-    warnings = held_price_warnings(requests, catalog, prices, held_jobs, "the mixed answer")
-    return replace(solution, prices=prices, warnings=warnings)
+    warnings = held_price_warnings(requests, catalog, prices, held_jobs, ManyJobAnswer.FLEET_MIXED)
+    return replace(solution, prices=prices, price_warnings=warnings)

@@ -7,22 +7,18 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from planner.api.notices import dearer_warnings
+from planner.api.notices import dearer_kinds
 from planner.catalog.hardware import Catalog
 from planner.catalog.held_price import HeldPrice
 from planner.model.settings import DEFAULT_SETTINGS
 from planner.request import PlanRequest, priced_catalog
 from planner.search.fleet_plan import Holding
+from planner.search.held_warnings import DearerHeldPrice, EstimatedHeldPrice, HeldPriceWarning, ManyJobAnswer
 
 if TYPE_CHECKING:  # explore.py builds the portfolio answer these prices are of
     from planner.api.explore import PortfolioPlan
 
-__all__ = ["JOBS_FILE_QUOTE", "held_price_warnings", "held_prices", "portfolio_held_prices"]
-
-# How a jobs file's user sets a price of their own (plan's is --price).
-JOBS_FILE_QUOTE = "[rent_usd_per_gpu_hour] in the jobs file sets your own quote"
-# What an answer does with a type it does not own, in its warning's words.
-HELD_VERBS = {Holding.RENTED: "rents", Holding.RESERVED: "reserves"}
+__all__ = ["held_price_warnings", "held_prices", "portfolio_held_prices"]
 
 
 def held_prices(requests: Mapping[str, PlanRequest], catalog: Catalog, gpus: Iterable[str]) -> dict[str, HeldPrice]:
@@ -46,28 +42,28 @@ def held_price_warnings(
     catalog: Catalog,
     prices: Mapping[str, HeldPrice],
     held_jobs: Mapping[tuple[str, Holding], list[str]],
-    answer: str,
-) -> tuple[str, ...]:
+    answer: ManyJobAnswer,
+) -> tuple[HeldPriceWarning, ...]:
     """The warnings of the prices an answer shows (``catalog``: before any price kind priced it):
-    each type priced above its on-demand median (``dearer_warnings``, once per type), and each type
+    each type priced above its on-demand median (``dearer_kinds``, once per type), and each type
     ``held_jobs`` ((GPU, rented or reserved) -> the jobs) holds jobs on at a price with no median of
     offers behind it, whose cost then rests on that one figure. A jobs file's jobs share one price
-    kind and one set of quotes, so the first request speaks for them."""
+    kind and one set of quotes, so the first request speaks for them. Records, not words: the CLI
+    says each one's ``words``, the app its page's language (app49)."""
     if not requests or not prices:
         return ()
-    dearer = dearer_warnings(next(iter(requests.values())), catalog, list(prices), JOBS_FILE_QUOTE)
+    dearer = dearer_kinds(next(iter(requests.values())), catalog, list(prices))
     estimated = tuple(
-        f"{answer} {HELD_VERBS[holding]} {prices[gpu].words()} for {', '.join(jobs)}: its cost rests on that price;"
-        f" {JOBS_FILE_QUOTE}"
+        EstimatedHeldPrice(answer, holding, prices[gpu], tuple(jobs))
         for (gpu, holding), jobs in held_jobs.items()
         if gpu in prices and prices[gpu].basis.estimated
     )
-    return dearer + estimated
+    return (*(DearerHeldPrice(d) for d in dearer), *estimated)
 
 
 def portfolio_held_prices(
     solution: PortfolioPlan, requests: Mapping[str, PlanRequest], catalog: Catalog
-) -> tuple[dict[str, HeldPrice], tuple[str, ...]]:
+) -> tuple[dict[str, HeldPrice], tuple[HeldPriceWarning, ...]]:
     """The types a portfolio rents or reserves jobs on, at their prices (``held_prices``), and those
     prices' warnings (trial s48 H1, M4: a rent no median of offers backs, a kind above on-demand), as
     fleet's ``with_prices`` gives its own (review s48 M2: this was worked out in the CLI)."""
@@ -78,4 +74,4 @@ def portfolio_held_prices(
             holding = Holding.RESERVED if a.gpu_id in reserved else Holding.RENTED
             held_jobs.setdefault((a.gpu_id, holding), []).append(a.job)
     prices = held_prices(requests, catalog, [gpu for gpu, _ in held_jobs])
-    return prices, held_price_warnings(requests, catalog, prices, held_jobs, "the portfolio")
+    return prices, held_price_warnings(requests, catalog, prices, held_jobs, ManyJobAnswer.PORTFOLIO)

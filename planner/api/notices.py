@@ -91,8 +91,13 @@ def dearer_warnings(request: PlanRequest, catalog: Catalog, gpus: list[str], fix
     """``gpu_dearer``'s words for each of ``gpus`` an answer prices, once per GPU (trial s48 M4: only
     the chosen GPU's were said; a --per-gpu row and a fleet's types priced above on-demand were not);
     ``fix``: how the answer's user quotes a price (None: plan's --price)."""
+    return tuple(d.words() if fix is None else d.words(fix) for d in dearer_kinds(request, catalog, gpus))
+
+
+def dearer_kinds(request: PlanRequest, catalog: Catalog, gpus: list[str]) -> tuple[DearerKind, ...]:
+    """``gpu_dearer`` of each of ``gpus``, once per GPU type (``catalog``: before the kind priced it)."""
     found = (gpu_dearer(request, catalog, gpu) for gpu in dict.fromkeys(catalog.gpu(g).id for g in gpus))
-    return tuple(d.words() if fix is None else d.words(fix) for d in found if d is not None)
+    return tuple(d for d in found if d is not None)
 
 
 def left_out_price_warnings(request: PlanRequest, catalog: Catalog) -> tuple[str, ...]:

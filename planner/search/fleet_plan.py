@@ -7,6 +7,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from planner.catalog.held_price import HeldPrice
 from planner.plan_accuracy import summed_band
@@ -15,6 +16,9 @@ from planner.search.ownership import GpuBreakEven
 from planner.search.reserved import OwnedVsReserved, ReservedPrices
 from planner.search.slots import list_schedule
 from planner.units import SECONDS_PER_DAY
+
+if TYPE_CHECKING:  # its records name a job's Holding, defined here
+    from planner.search.held_warnings import HeldPriceWarning
 
 __all__ = ["FleetAssignment", "FleetPlan", "FleetSolution", "Holding", "band_factors", "compacted"]
 
@@ -124,9 +128,9 @@ class FleetSolution:
     # not held (``size_fleet``)
     held_only: frozenset[str] = frozenset()
     # each type rented or reserved at a price, with where that price comes from (trial s48 H1: fleet
-    # never said its answer rested on one provider's rate), and what the answer warns of
+    # never said its answer rested on one provider's rate), and what the answer warns of them
     prices: Mapping[str, HeldPrice] = field(default_factory=dict)
-    warnings: tuple[str, ...] = ()
+    price_warnings: tuple[HeldPriceWarning, ...] = ()
 
 
 def compacted(

@@ -3,10 +3,10 @@ its own, and their warnings (trial s48 H1, M4; ui/render_fleet.py, ui/render_por
 
 import json
 
-from planner.api.held_prices import JOBS_FILE_QUOTE
 from planner.catalog.hardware import load_catalog
 from planner.catalog.held_price import rate_words
 from planner.catalog.prices import PriceBasis
+from planner.search.held_warnings import JOBS_FILE_QUOTE
 from ui.cli import main
 
 CATALOG = load_catalog()
@@ -80,16 +80,14 @@ def test_a_portfolio_that_rents_on_one_providers_rate_says_so_and_warns(tmp_path
     assert expected in err.replace("\n", " ")
 
 
-def test_the_warning_says_whether_the_answer_rents_or_reserves_the_type():
-    """The jobs held on a type are keyed by how they hold it (``Holding``), worded in one place."""
-    from planner.api.held_prices import held_price_warnings
-    from planner.catalog.held_price import HeldPrice
-    from planner.catalog.models import get_preset
-    from planner.request import PlanRequest
-    from planner.search.fleet_plan import Holding
-
-    request = PlanRequest(model=get_preset("llama3-8b"), training_tokens=1e11)
-    one = HeldPrice("mi325x", 1.95, PriceBasis.ONE_OFFER)
-    for holding, verb in ((Holding.RENTED, "rents"), (Holding.RESERVED, "reserves")):
-        warnings = held_price_warnings({"a": request}, CATALOG, {"mi325x": one}, {("mi325x", holding): ["a"]}, "x")
-        assert f"x {verb} {one.words()} for a: its cost rests on that price; {JOBS_FILE_QUOTE}" in warnings
+def test_the_cli_says_the_records_words_as_before_they_were_records(tmp_path, capsys):
+    """App49: the warnings became typed records (planner/search/held_warnings.py) the app words in its
+    page's language; the CLI's words stay those it printed before, pinned here in full."""
+    rate = f"${CATALOG.gpu('mi325x').price_per_gpu_hour_usd:,.2f}/GPU-h"
+    jobs = tmp_path / "portfolio.toml"
+    jobs.write_text(f'horizon_days = 60\nrented = ["mi325x"]\n[inventory]\nmi325x = 64\n{JOB}')
+    _, err = run(capsys, "portfolio", str(jobs))
+    assert (
+        f"trainplan: warning: the portfolio rents mi325x at {rate} (one provider's listed rate, not a median of"
+        " offers) for a: its cost rests on that price; [rent_usd_per_gpu_hour] in the jobs file sets your own quote"
+    ) in err.replace("\n", " ")
