@@ -1,21 +1,20 @@
 """What the Streamlit app (``app.py``) computes without Streamlit: solving a request or a job
 list, the widgets' defaults, tables of plans and jobs, formatters, reading an uploaded config (the
-job files, zipped or run locally, are ``ui/app_jobs.py``). The charts are ``ui/figures.py``; the page is
-``ui/single.py`` and its neighbours. Everything here is testable without Streamlit. No planning happens here: every number
+job files, zipped or run locally, are ``ui/app_jobs.py``; the portfolio's answer is
+``ui/app_portfolio.py``). The charts are ``ui/figures.py``; the page is ``ui/single.py`` and its
+neighbours. Everything here is testable without Streamlit. No planning happens here: every number
 comes from ``planner.api`` / ``planner.api.explore``.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 import shutil
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -33,15 +32,11 @@ from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.model.stacks import Stack
 from planner.plan import Plan
-from planner.plan_calibration import PlanCalibration
 from planner.request import DEFAULT_AC, DEFAULT_SEQ_LEN
 from planner.search.ownership import GpuEconomics, TcoAssumptions, owned_usd_per_busy_gpu_hour
 from planner.search.space import DEFAULT_MAX_GPUS
-from planner.units import GIB, HOURS_PER_DAY, SECONDS_PER_DAY
+from planner.units import GIB, HOURS_PER_DAY
 from ui.i18n_run_losses import LOSS_KEYS
-
-if TYPE_CHECKING:  # the portfolio's modules load when a portfolio is solved
-    from planner.api.explore import PortfolioPlan
 
 CHINCHILLA_TOKENS_PER_PARAM = 20  # Hoffmann et al. 2022: compute-optimal tokens per parameter
 
@@ -370,130 +365,3 @@ def band_columns(e, field: str, lo: str, hi: str, unit: float = 1.0) -> dict[str
     band = None if e.uncertainty is None else getattr(e.uncertainty, field)
     low, high = (math.nan, math.nan) if band is None else band
     return {lo: low / unit, hi: high / unit}
-
-
-# --------------------------------------------------------------------------- portfolio
-
-
-@dataclass(frozen=True)
-class PortfolioOutcome:
-    frame: pd.DataFrame | None = None  # one row per job: gpu, num_gpus, layout, start/end days, cost
-    total_cost_usd: float | None = None  # the jobs' GPU-hours at the owned rates
-    total_cost_band: tuple[float, float] | None = None  # the jobs' 80 % bands summed (summed_band)
-    idle_cost_usd: float | None = None  # owned GPU-hours no job used before the last one ends
-    idle_cost_band: tuple[float, float] | None = None  # every job at its band's ends (portfolio_bands)
-    makespan_days: float | None = None
-    makespan_band_days: tuple[float, float] | None = None  # every job at its band's ends (portfolio_bands)
-    holds_gpus: bool = False  # any type held (owned): only then can GPUs idle at a cost
-    # how far above a lower bound on every schedule the many-job answer may lie (None: a proven optimum)
-    stopped_gap: float | None = None
-    lanes: bool = False  # the many-job answer is the lanes' schedule (planner/search/lanes.py)
-    infeasible: Infeasible | None = None
-    error: str | None = None
-    # With ``infeasible``: the jobs it names cannot run on their own and the frame is the others'
-    # schedule without them (trial s35, round 2: one such job blanked every other job's schedule).
-    left_out: tuple[str, ...] = ()
-    # Under a reserved price kind the rented types' GPUs reserved for whole terms, and what the
-    # portfolio pays in all (its jobs, idle held GPUs and the terms' unused hours): session 44, the
-    # page showed the jobs' cost alone while the choices were made on the terms' bill
-    reserved: tuple = ()  # planner.search.portfolio_reserved.ReservedGpus
-    billed_usd: float | None = None
-
-
-def solve_jobs(
-    requests: dict[str, PlanRequest],
-    inventory: dict[str, int],
-    *,
-    objective: str,
-    horizon_days: float | None,
-    num_slots: int,
-    settings: ModelingSettings,
-    catalog: Catalog | None = None,
-    rented: frozenset[str] = frozenset(),
-    purchase_usd: dict[str, float] | None = None,
-    tco: TcoAssumptions | None = None,
-    calibration: PlanCalibration | None = None,
-) -> PortfolioOutcome:
-    """``planner.api.explore.plan_portfolio`` as a table: one row per job's chosen plan, its days at
-    its risk quantile and its owned-rate cost with their 80 % bands (planner/api/portfolio.py).
-    Where some jobs cannot run on their own, their answer and the others' schedule without them.
-    ``calibration``: the record of the file ``catalog`` was calibrated with (its plans keep it)."""
-    from planner.api.explore import plan_portfolio
-
-    plan_of = functools.partial(
-        plan_portfolio,
-        inventory=inventory,
-        objective=objective,
-        horizon_days=horizon_days,
-        num_slots=num_slots,
-        catalog=catalog,
-        settings=settings,
-        rented=rented,
-        purchase_usd=purchase_usd,
-        tco=tco or TcoAssumptions(),
-        calibration=calibration,
-    )
-    try:
-        return portfolio_outcome(plan_of(requests))
-    except InfeasiblePlan as exc:
-        answer = PortfolioOutcome(infeasible=Infeasible.of(exc))
-        alone = tuple(name for name, _ in exc.jobs) or ((exc.job,) if exc.job else ())
-        others = {name: request for name, request in requests.items() if name not in alone}
-        if not alone or not others:  # no job can run alone, or the jobs do not fit together
-            return answer
-        try:  # trial s35 (round 2): one such job blanked every other job's schedule
-            rest = plan_of(others)
-        except (InfeasiblePlan, ValueError):  # the others' own answer comes once these are mended
-            return answer
-        return replace(portfolio_outcome(rest), infeasible=answer.infeasible, left_out=alone)
-    except ValueError as exc:
-        return PortfolioOutcome(error=one_line(exc))
-
-
-def portfolio_outcome(solution: PortfolioPlan) -> PortfolioOutcome:
-    """A solved portfolio as the app's table and totals."""
-    from planner.api.portfolio import job_figures, portfolio_bands
-    from ui.render_portfolio import cost_per_gpu_hour
-
-    nan = (math.nan, math.nan)
-    figures = {a.job: job_figures(a) for a in solution.assignments}
-    frame = pd.DataFrame(
-        [
-            {
-                "job": a.job,
-                "gpu": a.gpu_id,
-                "num_gpus": a.num_gpus,
-                "layout": a.plan.layout_words,
-                # the training and pp, worded per page by the view (portfolio_view.with_training_words)
-                "training": (a.plan.training, a.plan.layout.pp),
-                "start_days": a.start_s / SECONDS_PER_DAY,
-                "end_days": a.end_s / SECONDS_PER_DAY,
-                "days": figures[a.job].days,
-                "time_p10_days": (figures[a.job].days_band or nan)[0],
-                "time_p90_days": (figures[a.job].days_band or nan)[1],
-                "cost_usd": a.cost_usd,
-                "cost_p10_usd": (figures[a.job].owned_cost_band or nan)[0],
-                "cost_p90_usd": (figures[a.job].owned_cost_band or nan)[1],
-                # trial s39: the CLI's rate and basis were not on the page (worded per page by the view)
-                "usd_per_gpu_h": cost_per_gpu_hour(a),
-                "owned": a.gpu_id in solution.held_types,
-                "validated": figures[a.job].standing,  # worded per page by the view
-            }
-            for a in solution.assignments
-        ]
-    )
-    bands = portfolio_bands(solution, [figures[a.job] for a in solution.assignments])
-    return PortfolioOutcome(
-        frame=frame,
-        total_cost_usd=solution.total_cost_usd,
-        total_cost_band=bands.jobs_cost_usd,
-        idle_cost_usd=solution.idle_cost_usd,
-        idle_cost_band=bands.idle_cost_usd,
-        makespan_days=solution.makespan_s / SECONDS_PER_DAY,
-        makespan_band_days=bands.makespan_days,
-        holds_gpus=solution.holds_gpus,
-        stopped_gap=solution.stopped_gap,
-        lanes=solution.lanes,
-        reserved=solution.reserved,
-        billed_usd=solution.billed_usd,
-    )

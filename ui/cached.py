@@ -29,7 +29,7 @@ from planner.plan import Plan
 from planner.search.ownership import TcoAssumptions
 from planner.stack_rules import RunChoices
 from planner.units import GIB
-from ui import app_core, app_jobs
+from ui import app_core, app_jobs, app_portfolio
 from ui.calibration_upload import Calibrated, CalibrationUpload, calibrated_from_upload
 from ui.reasons import Refusal, refusal
 
@@ -146,11 +146,11 @@ def cached_portfolio(
     rented: frozenset[str] = frozenset(),
     purchases: tuple[tuple[str, float], ...] = (),
     tco: TcoAssumptions | None = None,
-) -> app_core.PortfolioOutcome:
+) -> app_portfolio.PortfolioOutcome:
     """Every job estimated for the sidebar's stack (one settings profile for the whole schedule) on
     the sidebar's network (one cluster's inventory); ``rented``: the types without a count."""
     requests = portfolio_requests(jobs, stack, network)
-    return app_core.solve_jobs(
+    return app_portfolio.solve_jobs(
         requests,
         dict(inventory),
         objective=objective,

@@ -95,4 +95,16 @@ PAGE_LABELS: dict[str, tuple[str, str]] = {
         "({measured:,.0f} tokens/s measured).",
         "预测的 {predicted:,.0f} token/秒 针对方案中的 {num_gpus} × {gpu}，而不是本机的 CPU（实测 {measured:,.0f} token/秒）。",
     ),
+    # a many-job answer's jobs held on a price no median of offers backs (planner/search/held_warnings.py
+    # EstimatedHeldPrice; app49: the CLI warned of it, the page did not): "\\$" as in price_dearer
+    "held_price_estimated": (
+        "{answer} {verb} {gpu} at ${rate:,.2f}/GPU-h ({basis}) for {jobs}: its cost rests on that price. "
+        "Edit the GPU table's $/h and update the job to use your own quote.",
+        "{answer}以每 GPU 小时 ${rate:,.2f}（{basis}）{verb} {gpu}，用于 {jobs}：其成本取决于这一价格。"
+        "可在 GPU 表的“\\$/时”一栏填入您自己的报价，再更新该作业。",
+    ),
+    "held_answer_portfolio": ("The portfolio", "该组合"),
+    "held_answer_mixed": ("The mixed answer", "混合方案"),
+    "held_verb_rented": ("rents", "租用"),
+    "held_verb_reserved": ("reserves", "预留"),
 }

@@ -17,7 +17,9 @@ from planner.plan_accuracy import Standing
 from planner.search.space import DEFAULT_MAX_GPUS
 from planner.units import HOURS_PER_DAY
 from ui import app_core, figures
+from ui.app_portfolio import PortfolioOutcome
 from ui.cached import cached_portfolio
+from ui.held_price_texts import held_price_text
 from ui.i18n import Labels, plain
 from ui.messages import ac_text, band_text, duration
 from ui.number_box import number_box
@@ -26,7 +28,7 @@ from ui.sidebar import Inputs
 from ui.single import show_infeasible
 
 # The portfolio table's number formats: "days" and the band columns are each job's figures
-# (planner/api/portfolio.py job_figures), where app_core.solve_jobs gives them.
+# (planner/api/portfolio.py job_figures), where app_portfolio.solve_jobs gives them.
 PORTFOLIO_FORMATS = {
     "start_days": "%,.1f",
     "end_days": "%,.1f",
@@ -146,7 +148,7 @@ def show_portfolio(tr: Labels, inputs: Inputs) -> None:
     show_portfolio_outcome(tr, outcome, inputs, risk)
 
 
-def show_portfolio_outcome(tr: Labels, outcome: app_core.PortfolioOutcome, inputs: Inputs, risk: str) -> None:
+def show_portfolio_outcome(tr: Labels, outcome: PortfolioOutcome, inputs: Inputs, risk: str) -> None:
     """``risk``: the quantile (or quantiles) the jobs were judged and scheduled at."""
     if outcome.error:
         st.error(tr("bad_request", error=plain(outcome.error)))
@@ -183,6 +185,8 @@ def show_portfolio_outcome(tr: Labels, outcome: app_core.PortfolioOutcome, input
         values = dict(gpus=r.num_gpus, gpu=r.gpu_id, terms=r.terms, years=r.term_years, rate=r.usd_per_gpu_hour)
         cost, used = app_core.money(r.cost_usd), app_core.money(r.used_usd)
         st.warning(tr("portfolio_reserved", **values, kind=tr.kind(r.kind), cost=cost, used=used))
+    for warning in outcome.price_warnings:  # the CLI's warnings of the prices it rents at (app49)
+        st.warning(held_price_text(tr, warning))
     if outcome.reserved and outcome.billed_usd is not None:
         st.caption(tr("portfolio_billed", total=app_core.money(outcome.billed_usd)))
     if not outcome.holds_gpus:

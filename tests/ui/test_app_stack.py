@@ -22,7 +22,7 @@ from planner.layout import Layout, Sharding, TrainingConfig
 from planner.model.optimizer_precision import OptimizerPrecision
 from planner.model.stacks import Stack
 from planner.plan import Plan
-from ui import app_core
+from ui import app_core, app_portfolio
 from ui.calibration_upload import CalibrationUpload, calibrated_from_upload
 from ui.i18n import Labels, plain
 from ui.messages import seconds
@@ -389,7 +389,7 @@ def test_the_portfolio_plans_every_job_on_the_sidebars_network(monkeypatch):
     from ui import cached
 
     seen = {}
-    monkeypatch.setattr(app_core, "solve_jobs", lambda requests, *args, **kwargs: seen.update(requests))
+    monkeypatch.setattr(app_portfolio, "solve_jobs", lambda requests, *args, **kwargs: seen.update(requests))
     job = request_for().model_dump_json()
     cached.cached_portfolio.clear()
     cached.cached_portfolio(

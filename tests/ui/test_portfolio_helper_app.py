@@ -90,7 +90,7 @@ def test_the_schedule_and_cost_tables_show_every_figure_of_the_jobs():
     """Trial s44 app L6: the jobs' one table of 15 columns ran past its page; as two tables (the
     schedule, each job's cost) no figure is left out, and only the job's name is in both."""
     from planner.model.settings import DEFAULT_SETTINGS
-    from ui.app_core import solve_jobs
+    from ui.app_portfolio import solve_jobs
     from ui.portfolio_view import BANDS, JOB_TABLES
 
     request = request_for(gpus={"h100-sxm": 8})

@@ -12,7 +12,7 @@ import pytest
 from support.app import EN, ZH, request_for, run_app
 
 from planner.model.settings import DEFAULT_SETTINGS
-from ui.app_core import solve_jobs
+from ui.app_portfolio import solve_jobs
 from ui.cli import main
 from ui.infeasible_words import infeasible_text
 from ui.messages import duration
