@@ -10,60 +10,54 @@ user error becomes one line on stderr and exit code 2; an infeasible request is 
 from __future__ import annotations
 
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import typer
 
 from planner.accuracy import DEFAULT_RISK, Risk
-from planner.errors import InfeasiblePlan
-from planner.layout import (
-    ActivationCheckpointing,
-    Implementation,
-    PipelineSchedule,
-    Precision,
-    Sharding,
-    TrainingConfig,
-)
-from planner.limits import (
-    MAX_BATCH_TOKENS,
-    MAX_BUDGET_USD,
-    MAX_DAYS,
-    MAX_GPUS,
-    MAX_PRICE_USD,
-    MAX_SEQ_LEN,
-    MAX_TRAINING_TOKENS,
-    MIN_SEQ_LEN,
-)
+from planner.layout import ActivationCheckpointing, Implementation, PipelineSchedule, Precision, Sharding
 from planner.model.attention_kernels import AttentionKernel
-from planner.model.optimizer_precision import OptimizerPrecision
 from planner.model.stacks import Stack
 from planner.search.ilp import Objective
 from planner.search.space import DEFAULT_BATCH_TOLERANCE, DEFAULT_MAX_GPUS
-from ui import cli_errors, cli_explain, cli_jobs, cli_listings, cli_portfolio, render, render_plan
-from ui.calibration import applied_calibration, choose_calibration
+from ui import cli_errors, cli_explain, cli_jobs, cli_listings, cli_portfolio
+from ui.calibration import applied_calibration
 from ui.cli_examples import epilog
 from ui.cli_options import (
     AC_BLOCKS,
     AC_HELP,
-    ATTENTION_HELP,
-    CALIBRATION_HELP,
+    ATTENTION,
+    CALIBRATION,
     GPUS,
     GRAD_REDUCE_BF16,
-    IMPL_HELP,
+    IMPL,
     JSON,
+    MODEL,
     MOE_A2A_OVERLAP,
     NETWORK,
     NO_CALIBRATION,
     PARAM_REMAINDERS,
     PARTITION_ACTIVATIONS,
+    PRECISION,
     PRICE_KIND,
     SEQ_LEN,
     SHARDING,
-    STACK_HELP,
+    STACK,
     TERM_FILLED,
     TOP,
     app,
+)
+from ui.cli_phases import (
+    check_estimate_flags,
+    check_plan_flags,
+    estimate_ac_mode,
+    estimate_training,
+    plan_gpus,
+    read_model,
+    render_estimate,
+    render_planned,
+    solve_plan,
+    stack_settings,
 )
 from ui.cli_run_losses import (
     CHECKPOINT_WRITE_GB_PER_S,
@@ -74,21 +68,12 @@ from ui.cli_run_losses import (
     STARTUP_MINUTES,
     run_loss_inputs,
 )
-from ui.inputs import (
-    ac_modes,
-    check_priced_gpus,
-    check_range,
-    given_layout,
-    load_model_arg,
-    parse_pairs,
-    save_plan,
-    whole_tokens,
-)
+from ui.inputs import ac_modes, given_layout
 
 
 @app.command(epilog=epilog("estimate"))
 def estimate(
-    model: str = typer.Option(..., help="preset name or path to a Hugging Face config.json"),
+    model: str = MODEL,
     gpu: str = typer.Option(..., help="catalog GPU id (trainplan catalog)"),
     num_gpus: int = typer.Option(..., "--num-gpus", help="world size"),
     nodes: int | None = typer.Option(None, help="number of nodes (default: by the node template)"),
@@ -129,8 +114,8 @@ def estimate(
     ),
     ac: ActivationCheckpointing | None = typer.Option(None, "--ac", help=AC_HELP + " (default none)"),
     ac_blocks: int | None = AC_BLOCKS,
-    precision: Precision = typer.Option(Precision.BF16, help="training precision"),
-    impl: Implementation | None = typer.Option(None, help=IMPL_HELP),
+    precision: Precision = PRECISION,
+    impl: Implementation | None = IMPL,
     compile: bool = typer.Option(
         False, "--compile", help="per-block torch.compile (not under the Megatron stacks or deepseek-v3: refused)"
     ),
@@ -143,13 +128,13 @@ def estimate(
     term_filled: float = TERM_FILLED,
     network: str | None = NETWORK,
     out: Path | None = typer.Option(None, help="write a runnable plan file"),
-    stack: Stack = typer.Option(Stack.TRAINPLAN, help=STACK_HELP),
-    attention: AttentionKernel | None = typer.Option(None, help=ATTENTION_HELP),
+    stack: Stack = STACK,
+    attention: AttentionKernel | None = ATTENTION,
     partition_activations: bool = PARTITION_ACTIVATIONS,
     moe_a2a_overlap: bool = MOE_A2A_OVERLAP,
     grad_reduce_in_bf16: bool = GRAD_REDUCE_BF16,
     precision_aware_optimizer: bool = PARAM_REMAINDERS,
-    calibration: Path | None = typer.Option(None, help=CALIBRATION_HELP),
+    calibration: Path | None = CALIBRATION,
     no_calibration: bool = NO_CALIBRATION,
     failure_rate_x: float | None = FAILURE_RATE_X,
     checkpoint_write_gb_per_s: float | None = CHECKPOINT_WRITE_GB_PER_S,
@@ -160,32 +145,22 @@ def estimate(
     as_json: bool = JSON,
 ) -> None:
     """Evaluate one given configuration: memory, step time, throughput, cost."""
-    from planner.api import build_plan, defaulted_accum_warning, estimate_warnings
-    from planner.model.structure import default_implementation
-    from planner.request import default_grad_accum, default_seq_len
-    from planner.stack_rules import stack_switch
+    from planner.api import build_plan
 
-    if batch_tokens is not None and grad_accum is not None:
-        raise ValueError("give --global-batch-tokens or --grad-accum, not both")
-    check_range("--num-gpus", num_gpus, 1, MAX_GPUS)
-    global_batch_tokens = whole_tokens("--global-batch-tokens", batch_tokens, MAX_BATCH_TOKENS)
-    check_range("--grad-accum", grad_accum, 1, MAX_BATCH_TOKENS)
-    if micro_batch > MAX_BATCH_TOKENS:  # past int64 a ZeroDivisionError (fuzz s47); under 1 the layout's rule says
-        check_range("--micro-batch", micro_batch, 1, MAX_BATCH_TOKENS)
-    check_range("--tokens", tokens, 0, MAX_TRAINING_TOKENS, low_open=True)
-    check_range("--price", price, 0, MAX_PRICE_USD, low_open=True)  # the catalog's rule: a positive price
-    check_range("--seq-len", seq_len, MIN_SEQ_LEN, MAX_SEQ_LEN)
-    check_range("--nodes", nodes, 1, MAX_GPUS)
-    chosen = choose_calibration(calibration, no_calibration)
-    spec, hf_path = load_model_arg(model)
-    switch = stack_switch(stack, spec, pp)  # before the layout: the fork's default sharding is its own
-    stack = switch.runs if switch else stack
-    (mode,) = ac_modes([ac] if ac else None, ac_blocks, spec.num_layers) or (ActivationCheckpointing.NONE,)
-    if mode == ActivationCheckpointing.BLOCKS and ac_blocks is None:
-        raise ValueError("--ac blocks needs --ac-blocks N (blocks checkpointed per pp rank)")
-    seq_len = default_seq_len(spec) if seq_len is None else seq_len
+    global_batch_tokens = check_estimate_flags(
+        num_gpus=num_gpus,
+        batch_tokens=batch_tokens,
+        grad_accum=grad_accum,
+        micro_batch=micro_batch,
+        tokens=tokens,
+        price=price,
+        seq_len=seq_len,
+        nodes=nodes,
+    )
+    read = read_model(model, stack, pp, calibration, no_calibration)
+    mode = estimate_ac_mode(ac, ac_blocks, read.spec)
     layout = given_layout(
-        stack,
+        read.stack,
         None if sharding is None else Sharding(sharding),
         num_gpus,
         dp_replicate=dp_replicate,
@@ -198,70 +173,59 @@ def estimate(
         expert_tp=expert_tp,
         pp_schedule=pp_schedule,
     )
-    dp = layout.resolve(num_gpus).dp
-    given = grad_accum or (
-        TrainingConfig.grad_accum_for(global_batch_tokens, micro_batch, seq_len, dp) if global_batch_tokens else None
-    )
-    accum = given or default_grad_accum(spec, layout.pp, micro_batch, seq_len, dp)
-    training = TrainingConfig(
+    setup = estimate_training(
+        read,
+        layout,
+        mode,
+        num_gpus=num_gpus,
         seq_len=seq_len,
         micro_batch=micro_batch,
-        grad_accum=accum,
-        activation_checkpointing=mode,
-        ac_blocks=ac_blocks or 0,
+        grad_accum=grad_accum,
+        global_batch_tokens=global_batch_tokens,
+        ac_blocks=ac_blocks,
         precision=precision,
-        impl=impl or stack.modules or default_implementation(spec),
+        impl=impl,
         compile=compile,
         offload=offload,
     )
+    applied = applied_calibration(read.calibration)
     plan = build_plan(
-        spec,
+        read.spec,
         gpu,
         layout,
-        training,
+        setup.training,
         num_gpus=num_gpus,
         num_nodes=nodes,
         training_tokens=tokens,
         price=price,
-        price_kind=price_kind,
-        term_filled=term_filled,
-        hf_config_path=hf_path,
         requested_global_batch_tokens=global_batch_tokens,
-        stack=stack,
-        calibration=applied_calibration(chosen),
-        attention=attention,
-        partition_activations=partition_activations,
-        moe_a2a_overlap=moe_a2a_overlap,
-        optimizer_precision=OptimizerPrecision(
-            grad_reduce_bf16=grad_reduce_in_bf16, param_remainders=precision_aware_optimizer
-        ),
-        network=network,
-        run_losses=run_loss_inputs(
-            failure_rate_x=failure_rate_x,
-            checkpoint_write_gb_per_s=checkpoint_write_gb_per_s,
-            restart_minutes=restart_minutes,
-            data_stall_pct=data_stall_pct,
-            eval_pct=eval_pct,
-            startup_minutes=startup_minutes,
+        calibration=applied,
+        **stack_settings(
+            read,
+            price_kind=price_kind,
+            term_filled=term_filled,
+            network=network,
+            attention=attention,
+            partition_activations=partition_activations,
+            moe_a2a_overlap=moe_a2a_overlap,
+            grad_reduce_in_bf16=grad_reduce_in_bf16,
+            precision_aware_optimizer=precision_aware_optimizer,
+            run_losses=run_loss_inputs(
+                failure_rate_x=failure_rate_x,
+                checkpoint_write_gb_per_s=checkpoint_write_gb_per_s,
+                restart_minutes=restart_minutes,
+                data_stall_pct=data_stall_pct,
+                eval_pct=eval_pct,
+                startup_minutes=startup_minutes,
+            ),
         ),
     )
-    defaulted = given is None and accum > 1  # the default took more than one micro-step (a pipeline's)
-    switched = (switch.words(spec.name),) if switch else ()
-    warnings = (
-        *switched,
-        *((defaulted_accum_warning(plan),) if defaulted else ()),
-        *estimate_warnings(plan, price_kind, price),
-    )
-    for warning in () if as_json else warnings:
-        render.warn(warning)
-    if out:
-        save_plan(plan, out)
-    render.estimate(plan, as_json=as_json, saved_to=out, calibration=chosen, warnings=warnings)
+    render_estimate(plan, read, setup.defaulted_accum, price_kind=price_kind, price=price, out=out, as_json=as_json)
 
 
 @app.command(epilog=epilog("plan"))
 def plan(
-    model: str = typer.Option(..., help="preset name or path to a Hugging Face config.json"),
+    model: str = MODEL,
     tokens: float = typer.Option(..., help="training tokens, e.g. 2e11"),
     deadline_days: float | None = typer.Option(None, "--deadline-days", help="finish training within this many days"),
     budget_usd: float | None = typer.Option(None, "--budget-usd", help="spend at most this many USD"),
@@ -291,12 +255,12 @@ def plan(
     vary_batch: bool = typer.Option(
         False, "--vary-batch", help="let the plan and its alternatives use any batch within the tolerance"
     ),
-    precision: Precision = typer.Option(Precision.BF16, help="training precision"),
+    precision: Precision = PRECISION,
     ac: list[ActivationCheckpointing] | None = typer.Option(
         None, "--ac", help=AC_HELP + "; repeat to allow several (default: all but attention)"
     ),
     ac_blocks: int | None = AC_BLOCKS,
-    impl: Implementation | None = typer.Option(None, help=IMPL_HELP),
+    impl: Implementation | None = IMPL,
     allow_offload: bool = typer.Option(
         False, "--allow-offload", help="consider CPU offload (optimizer states and step on the host)"
     ),
@@ -323,13 +287,13 @@ def plan(
         " peak's band's high end where any plan does",
     ),
     out: Path | None = typer.Option(None, help="write the chosen plan (input of trainplan emit)"),
-    stack: Stack = typer.Option(Stack.TRAINPLAN, help=STACK_HELP),
-    attention: AttentionKernel | None = typer.Option(None, help=ATTENTION_HELP),
+    stack: Stack = STACK,
+    attention: AttentionKernel | None = ATTENTION,
     partition_activations: bool = PARTITION_ACTIVATIONS,
     moe_a2a_overlap: bool = MOE_A2A_OVERLAP,
     grad_reduce_in_bf16: bool = GRAD_REDUCE_BF16,
     precision_aware_optimizer: bool = PARAM_REMAINDERS,
-    calibration: Path | None = typer.Option(None, help=CALIBRATION_HELP),
+    calibration: Path | None = CALIBRATION,
     no_calibration: bool = NO_CALIBRATION,
     failure_rate_x: float | None = FAILURE_RATE_X,
     checkpoint_write_gb_per_s: float | None = CHECKPOINT_WRITE_GB_PER_S,
@@ -341,36 +305,27 @@ def plan(
 ) -> None:
     """Choose GPU type, count and parallel layout for one training job (ILP)."""
     from planner.api import PlanRequest
-    from planner.api import plan as solve
-    from planner.stack_rules import stack_switch
 
-    check_range("--tokens", tokens, 0, MAX_TRAINING_TOKENS, low_open=True)
-    global_batch_tokens = whole_tokens("--global-batch-tokens", batch_tokens, MAX_BATCH_TOKENS)
-    check_range("--max-gpus", max_gpus, 1, MAX_GPUS)
-    check_range("--seq-len", seq_len, MIN_SEQ_LEN, MAX_SEQ_LEN)
-    check_range("--deadline-days", deadline_days, 0, MAX_DAYS, low_open=True)
-    check_range("--budget-usd", budget_usd, 0, MAX_BUDGET_USD, low_open=True)
-    check_range("--batch-tolerance", batch_tolerance, 0, 1, high_open=True)
-    chosen = choose_calibration(calibration, no_calibration)
-    spec, hf_path = load_model_arg(model)
-    switch = stack_switch(stack, spec, pp=1)  # a plan's layouts are the search's: the model's reason only
-    stack = switch.runs if switch else stack
-    modes = ac_modes(ac, ac_blocks, spec.num_layers)
-    inventory = parse_pairs(gpus, "--gpus", 1, MAX_GPUS, whole=True) or None
-    # a positive price, as estimate's --price (PlanRequest's PositiveFloat)
-    overrides = parse_pairs(prices, "--price", 0, MAX_PRICE_USD, low_open=True, example="h100-sxm=2.5")
-    check_priced_gpus(overrides, inventory)
+    global_batch_tokens = check_plan_flags(
+        tokens=tokens,
+        batch_tokens=batch_tokens,
+        max_gpus=max_gpus,
+        seq_len=seq_len,
+        deadline_days=deadline_days,
+        budget_usd=budget_usd,
+        batch_tolerance=batch_tolerance,
+    )
+    read = read_model(model, stack, 1, calibration, no_calibration)  # pp 1: a plan's layouts are the search's
+    modes = ac_modes(ac, ac_blocks, read.spec.num_layers)
+    allowed = plan_gpus(gpus, prices)
     request = PlanRequest(
-        model=spec,
-        hf_config_path=hf_path,
+        model=read.spec,
         training_tokens=tokens,
         deadline_days=deadline_days,
         budget_usd=budget_usd,
         objective=objective.value,
-        gpus=inventory,
-        price_overrides=overrides,
-        price_kind=price_kind,
-        term_filled=term_filled,
+        gpus=allowed.inventory,
+        price_overrides=allowed.prices,
         seq_len=seq_len,
         global_batch_tokens=global_batch_tokens,
         batch_tolerance=batch_tolerance,
@@ -384,39 +339,30 @@ def plan(
         max_gpus=max_gpus,
         top_k=top,
         per_gpu=per_gpu,
-        stack=stack,
         risk=risk,
-        attention=attention,
-        partition_activations=partition_activations,
-        moe_a2a_overlap=moe_a2a_overlap,
-        optimizer_precision=OptimizerPrecision(
-            grad_reduce_bf16=grad_reduce_in_bf16, param_remainders=precision_aware_optimizer
-        ),
-        network=network,
-        run_losses=run_loss_inputs(
-            failure_rate_x=failure_rate_x,
-            checkpoint_write_gb_per_s=checkpoint_write_gb_per_s,
-            restart_minutes=restart_minutes,
-            data_stall_pct=data_stall_pct,
-            eval_pct=eval_pct,
-            startup_minutes=startup_minutes,
+        **stack_settings(
+            read,
+            price_kind=price_kind,
+            term_filled=term_filled,
+            network=network,
+            attention=attention,
+            partition_activations=partition_activations,
+            moe_a2a_overlap=moe_a2a_overlap,
+            grad_reduce_in_bf16=grad_reduce_in_bf16,
+            precision_aware_optimizer=precision_aware_optimizer,
+            run_losses=run_loss_inputs(
+                failure_rate_x=failure_rate_x,
+                checkpoint_write_gb_per_s=checkpoint_write_gb_per_s,
+                restart_minutes=restart_minutes,
+                data_stall_pct=data_stall_pct,
+                eval_pct=eval_pct,
+                startup_minutes=startup_minutes,
+            ),
         ),
     )
-    try:
-        with render.working("searching layouts and solving the ILP", quiet=as_json):
-            result = solve(request, calibration=applied_calibration(chosen))
-    except InfeasiblePlan as exc:
-        said = (switch.words(spec.name),) if switch else ()
-        render_plan.no_plan(exc, request, as_json=as_json, calibration=chosen, said=said)
-        if out:  # trial s35: a script's `plan --out p.json && emit p.json` failed later, or emitted an old file
-            stale = " (the file there is not this request's plan)" if out.exists() else ""
-            render.warn(f"no plan is feasible, so none was written to {out}{stale}")
-        return
-    if switch:
-        result = replace(result, warnings=(switch.words(spec.name), *result.warnings))
-    if out:
-        save_plan(result.plan, out)
-    render_plan.plan_result(result, as_json=as_json, saved_to=out, calibration=chosen, request=request)
+    result = solve_plan(request, read, out, as_json)
+    if result is not None:
+        render_planned(result, request, read, out, as_json)
 
 
 # explain (ui/cli_explain.py), after plan in --help.

@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -19,6 +20,10 @@ from ui import render
 from ui.calibration import applied_calibration, choose_calibration
 from ui.cli_options import CALIBRATION_HELP, JSON, K8S_IMAGE, K8S_PVC, NO_CALIBRATION, DeviceChoice, k8s_names
 from ui.inputs import check_range
+
+if TYPE_CHECKING:
+    from planner.plan import Plan
+    from trainer.job_spec import RunSettings
 
 
 def calibrate(
@@ -121,14 +126,62 @@ def emit(
 ) -> None:
     """Turn a plan into a job directory: job.json, launch.sh, slurm.sbatch, k8s.yaml."""
     from planner.plan import Plan
-    from trainer.job import default_steps, emit_job
-    from trainer.job_spec import RunSettings, recalibrates
+    from trainer.job import emit_job
+    from trainer.job_spec import recalibrates
 
+    check_job_paths(out, tokenizer)
+    plan = Plan.load(plan_file)
+    run = run_settings(
+        plan,
+        steps=steps,
+        checkpoint_every=checkpoint_every,
+        no_checkpoints=no_checkpoints,
+        keep_checkpoints=keep_checkpoints,
+        eval_every=eval_every,
+        data=data,
+        tokenizer=tokenizer,
+        seed=seed,
+        lr=lr,
+        warmup_steps=warmup_steps,
+        loss_chunk_tokens=loss_chunk_tokens,
+    )
+    # The calibration plan/estimate would apply: a re-estimate for changed run settings uses it.
+    applied = applied_calibration(choose_calibration(calibration, no_calibration))
+    job_json = emit_job(
+        plan, out, name=name, run=run, force=force, calibration=applied, **k8s_names(k8s_image, k8s_pvc)
+    )
+    render.emitted(job_json, as_json=as_json, recalibrated=applied is not None and recalibrates(plan, applied))
+
+
+def check_job_paths(out: Path, tokenizer: str | None) -> None:
+    """emit's ``--out`` names a directory and its ``--tokenizer``, where it exists, is within the size
+    a tokenizer may have (a missing one: emit_job names the flag)."""
     if not str(out).strip():  # Path("") is ".": the current directory
         raise ValueError("--out: give a directory name")
-    if tokenizer and Path(tokenizer).expanduser().exists():  # a missing one: emit_job names the flag
+    if tokenizer and Path(tokenizer).expanduser().exists():
         check_input(Path(tokenizer).expanduser(), "tokenizer", MAX_TOKENIZER_BYTES)
-    plan = Plan.load(plan_file)
+
+
+def run_settings(
+    plan: Plan,
+    *,
+    steps: int | None,
+    checkpoint_every: int | None,
+    no_checkpoints: bool,
+    keep_checkpoints: int | None,
+    eval_every: int | None,
+    data: str,
+    tokenizer: str | None,
+    seed: int,
+    lr: float | None,
+    warmup_steps: int | None,
+    loss_chunk_tokens: int | None,
+) -> RunSettings:
+    """The job's run settings of emit's flags: the plan's steps where none are given, and
+    RunSettings' own default for each other flag not given."""
+    from trainer.job import default_steps
+    from trainer.job_spec import RunSettings
+
     steps = default_steps(plan) if steps is None else steps
     if warmup_steps is not None and warmup_steps >= steps:  # the peak learning rate never reached
         raise ValueError(f"--warmup-steps {warmup_steps}: at least the job's {steps} steps; give fewer")
@@ -141,15 +194,9 @@ def emit(
         warmup_steps=warmup_steps,
     )
     given = {name: value for name, value in named.items() if value is not None}  # unset: RunSettings' default
-    run = RunSettings(
+    return RunSettings(
         steps=steps, data=data, tokenizer=tokenizer, seed=seed, save_checkpoints=not no_checkpoints, **given
     )
-    # The calibration plan/estimate would apply: a re-estimate for changed run settings uses it.
-    applied = applied_calibration(choose_calibration(calibration, no_calibration))
-    job_json = emit_job(
-        plan, out, name=name, run=run, force=force, calibration=applied, **k8s_names(k8s_image, k8s_pvc)
-    )
-    render.emitted(job_json, as_json=as_json, recalibrated=applied is not None and recalibrates(plan, applied))
 
 
 STEPS_HELP = (

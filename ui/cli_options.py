@@ -11,8 +11,8 @@ import typer
 from planner.catalog.prices import PRICE_KINDS
 from planner.errors import RuleCode, rule_violation
 from planner.fmt import one_line
-from planner.layout import Sharding
-from planner.model.stacks import DEEPSPEED_FSDP_WORD
+from planner.layout import Precision, Sharding
+from planner.model.stacks import DEEPSPEED_FSDP_WORD, Stack
 from planner.request import DEFAULT_SEQ_LEN, DEFAULT_TOP_K
 from planner.search.space import DEFAULT_MAX_GPUS
 
@@ -170,6 +170,15 @@ STACK_HELP = (
     " / megatron-core / deepseek-v3 (plan and"
     " estimate them; emit refuses them: docs/model.md 4b, DeepSeek-V3's 4c)"
 )
+
+
+# The options estimate and plan declare alike (ui/cli.py).
+MODEL = typer.Option(..., help="preset name or path to a Hugging Face config.json")
+PRECISION = typer.Option(Precision.BF16, help="training precision")
+IMPL = typer.Option(None, help=IMPL_HELP)
+STACK = typer.Option(Stack.TRAINPLAN, help=STACK_HELP)
+ATTENTION = typer.Option(None, help=ATTENTION_HELP)
+CALIBRATION = typer.Option(None, help=CALIBRATION_HELP)
 
 
 def _hide_flag_type(display_type_rich):
