@@ -18,7 +18,16 @@ import typer
 from planner.limits import MAX_TOKENIZER_BYTES, check_input
 from ui import render
 from ui.calibration import applied_calibration, choose_calibration
-from ui.cli_options import CALIBRATION_HELP, JSON, K8S_IMAGE, K8S_PVC, NO_CALIBRATION, DeviceChoice, k8s_names
+from ui.cli_options import (
+    CALIBRATION_HELP,
+    JOB_DIR,
+    JSON,
+    K8S_IMAGE,
+    K8S_PVC,
+    NO_CALIBRATION,
+    DeviceChoice,
+    k8s_names,
+)
 from ui.inputs import check_range
 
 if TYPE_CHECKING:
@@ -81,7 +90,7 @@ def detect(as_json: bool = JSON) -> None:
 
 def emit(
     plan_file: Path = typer.Argument(..., help="plan.json from trainplan plan/estimate --out"),
-    out: Path = typer.Option(..., "--out", help="job directory to write"),
+    out: Path = JOB_DIR,
     steps: int | None = typer.Option(
         None, help="optimizer steps to train (default: the plan's token budget at its batch, else 50)"
     ),
@@ -129,7 +138,8 @@ def emit(
     from trainer.job import emit_job
     from trainer.job_spec import recalibrates
 
-    check_job_paths(out, tokenizer)
+    if tokenizer and Path(tokenizer).expanduser().exists():  # a missing one: emit_job names the flag
+        check_input(Path(tokenizer).expanduser(), "tokenizer", MAX_TOKENIZER_BYTES)
     plan = Plan.load(plan_file)
     run = run_settings(
         plan,
@@ -151,15 +161,6 @@ def emit(
         plan, out, name=name, run=run, force=force, calibration=applied, **k8s_names(k8s_image, k8s_pvc)
     )
     render.emitted(job_json, as_json=as_json, recalibrated=applied is not None and recalibrates(plan, applied))
-
-
-def check_job_paths(out: Path, tokenizer: str | None) -> None:
-    """emit's ``--out`` names a directory and its ``--tokenizer``, where it exists, is within the size
-    a tokenizer may have (a missing one: emit_job names the flag)."""
-    if not str(out).strip():  # Path("") is ".": the current directory
-        raise ValueError("--out: give a directory name")
-    if tokenizer and Path(tokenizer).expanduser().exists():
-        check_input(Path(tokenizer).expanduser(), "tokenizer", MAX_TOKENIZER_BYTES)
 
 
 def run_settings(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from enum import StrEnum
+from pathlib import Path
 from typing import TypedDict
 
 import typer
@@ -40,6 +41,19 @@ K8S_IMAGE = typer.Option(
     None, "--k8s-image", help="container image in k8s.yaml (default: trainer/job_spec.py DEFAULT_K8S_IMAGE)"
 )
 K8S_PVC = typer.Option(None, "--k8s-pvc", help="PersistentVolumeClaim k8s.yaml mounts at /jobs, holding the job dir")
+
+
+def _job_dir(value: str) -> Path:
+    """A directory to write a job into, by name: an empty one (``--out "$JOB"`` with JOB unset) is
+    refused. Typer's own Path made it Path(""), the current directory, and emit wrote the job there
+    (review s49); the check in emit's body, on the Path, never saw the empty name."""
+    if not value.strip():
+        raise typer.BadParameter("give a directory name")
+    return Path(value)
+
+
+# metavar: the <path> typer shows for a Path option (a parser's own type would show <Path>)
+JOB_DIR = typer.Option(..., "--out", parser=_job_dir, metavar="<path>", help="job directory to write")
 
 
 class K8sNames(TypedDict, total=False):

@@ -119,7 +119,9 @@ CASES = {
     "--num-gpus 10**20": ([*EST[:6], "99999999999999999999", *EST[7:]], "--num-gpus must be"),
     "--price 1e308": ([*EST, "--price", "1e308"], "--price"),
     "plan --tokens nan": (["plan", "--model", "tiny", "--tokens", "nan"], "--tokens"),
-    "emit --out ''": (["emit", "{d}/plan.json", "--out", ""], "--out"),
+    # review s49: "--out" alone matched the refusal of the (non-empty) current directory
+    "emit --out ''": (["emit", "{d}/plan.json", "--out", ""], "'--out': give a directory name"),
+    "emit --out '  '": (["emit", "{d}/plan.json", "--out", "  "], "'--out': give a directory name"),
     "emit --seed 10**20": (["emit", "{d}/plan.json", "--out", "{d}/s1", "--seed", "99999999999999999999"], "seed"),
     "lr 1e400 in job.json": (["run", "{d}/hot", "--device", "cpu"], "run.lr"),
     "job.json schema_version 99": (["run", "{d}/future", "--device", "cpu"], "schema_version 99: this trainplan runs"),
@@ -147,6 +149,15 @@ def test_bad_input_is_one_line_and_exit_2(case, files):
     assert_one_line(code, err.replace(str(files), "D"), needle.replace(str(files), "D"))
     after = sorted(str(p) for p in files.rglob("*"))
     assert after == before  # nothing written: no job dir, no plan, no .lock-node-1 / .lock-node5
+
+
+def test_emit_into_an_empty_name_writes_nothing_in_an_empty_current_directory(files, tmp_path, monkeypatch):
+    """Review s49: ``--out ""`` (``--out "$JOB"``, JOB unset) was Path(""), the current directory, and
+    emit wrote the job there wherever that directory was empty; emit's own check never saw the name."""
+    monkeypatch.chdir(tmp_path)
+    code, _, err = call("emit", str(files / "plan.json"), "--out", "")
+    assert_one_line(code, err, "'--out': give a directory name")
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_force_writes_what_emit_refuses(files, tmp_path):
