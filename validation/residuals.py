@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import csv
 from collections.abc import Iterable
-from dataclasses import asdict, fields
+from dataclasses import asdict, fields, replace
 from pathlib import Path
 
 import numpy as np
@@ -276,15 +276,26 @@ def heldout_residuals(catalog: Catalog | None = None, *, refit: bool = True) -> 
 COLUMNS = tuple(f.name for f in fields(Residual))
 
 
+STORED_DECIMALS = 6
+
+
 def write_residuals(rows: Iterable[Residual], path: Path = RESIDUALS_CSV) -> Path:
-    """The rows as residuals.csv, each with its ``median_error`` (``with_median_errors``)."""
+    """The rows as residuals.csv, each with its ``median_error`` (``with_median_errors``), read from
+    the rows as stored (rounded), so that reading the file back gives the same medians."""
+    d = STORED_DECIMALS
+    stored = tuple(
+        replace(
+            r, measured_mfu=round(r.measured_mfu, d), error=round(r.error, d), fitted_error=round(r.fitted_error, d)
+        )
+        for r in rows
+    )
     with path.open("w", newline="", encoding="utf-8") as f:
         writer = csv.DictWriter(f, fieldnames=COLUMNS, lineterminator="\n")
         writer.writeheader()
-        for row in with_median_errors(tuple(rows)):
+        for row in with_median_errors(stored):
             record = asdict(row)
             for key in ("measured_mfu", "error", "fitted_error", "median_error"):
-                record[key] = f"{record[key]:.6f}"
+                record[key] = f"{record[key]:.{STORED_DECIMALS}f}"
             record["moe"] = int(record["moe"])
             record["coarse_experts"] = int(record["coarse_experts"])
             record["hf_modules"] = int(record["hf_modules"])
