@@ -54,14 +54,22 @@ BRIDGE_MOE_BENCHMARK = (
 # _H100_FP8_CS_V1: EP 16, moe_flex_dispatcher_backend "hybridep"; qwen3_llm_pretrain.py sets
 # moe_token_dispatcher_type "flex". (v0.3.0, 26.02: "deepep" at EP 8, inside one node, where the
 # dispatch is the same either way.)
-BRIDGE_MOE_FLEX = BRIDGE_MOE_BENCHMARK.but(moe_hierarchical_dispatch=True)
+
+
+def flex_dispatcher(settings: ModelingSettings) -> ModelingSettings:
+    """Megatron-Core's flex dispatcher (HybridEP or DeepEP backend): hierarchical dispatch, and
+    the experts get fp32 routing probabilities (both backends cast them: ``moe_probs_fp32``)."""
+    return settings.but(moe_hierarchical_dispatch=True, moe_probs_fp32=True)
+
+
+BRIDGE_MOE_FLEX = flex_dispatcher(BRIDGE_MOE_BENCHMARK)
 # The GPT-OSS recipe recomputes the block norms and the expert activation (v0.3.0 scripts/
 # performance/configs/gpt_oss/gpt_oss_workload_base_configs.py: recompute_modules ["layernorm",
 # "moe_act"], granularity selective; the same in today's perf_recipes/gpt_oss/*/gpt_oss.py).
 BRIDGE_GPT_OSS = BRIDGE_MOE_BENCHMARK.but(recompute_modules=frozenset({Recompute.LAYERNORM, Recompute.MOE_ACT}))
 # ... and its Blackwell recipes (v0.4.0 B200_BF16_V2, GB200_BF16_V2) with the flex dispatcher on
 # HybridEP, as BRIDGE_MOE_FLEX.
-BRIDGE_GPT_OSS_FLEX = BRIDGE_GPT_OSS.but(moe_hierarchical_dispatch=True)
+BRIDGE_GPT_OSS_FLEX = flex_dispatcher(BRIDGE_GPT_OSS)
 # DeepSeek-V3's (scripts/performance/configs/deepseek/deepseek_workload_base_configs.py and
 # deepseek_llm_pretrain.py, v0.3.0 to v0.4.1): HybridEP (flex), selective recompute of the MLA up
 # projections (``mla_up_proj``: B200, and GB200 up to v0.3.1; from v0.4.0 GB200's FP8 recipe
@@ -82,7 +90,7 @@ BRIDGE_QWEN3_235B_H100 = BRIDGE_MOE_BENCHMARK.but(tp_comm_overlap=0.0)
 # as every command of the repository does; its readme's table does not repeat it).
 MODELZOO_A2A = MEGATRON_CORE_SETTINGS.but(moe_token_imbalance=1.0, loss_bytes_per_logit=4.0)
 # ... with DeepEP (moe_token_dispatcher_type flex, backend deepep): hierarchical dispatch.
-MODELZOO_DEEPEP = MODELZOO_A2A.but(moe_hierarchical_dispatch=True)
+MODELZOO_DEEPEP = flex_dispatcher(MODELZOO_A2A)
 # --recompute-granularity selective --recompute-modules moe_act layernorm ("norm, act").
 MODELZOO_DEEPEP_NORM_ACT = MODELZOO_DEEPEP.but(recompute_modules=frozenset({Recompute.LAYERNORM, Recompute.MOE_ACT}))
 MODELZOO_A2A_NORM_ACT = MODELZOO_A2A.but(recompute_modules=frozenset({Recompute.LAYERNORM, Recompute.MOE_ACT}))

@@ -20,7 +20,7 @@ block feature (another MLP, a bias, an expert layout) means adding or changing i
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -42,9 +42,13 @@ from planner.model.shape import ModelShape
 # Core d7288711 megatron/core/fusions/fused_bias_geglu.py l.424-431): read + write f per clamp and
 # 2f for the cat forward (8 f), two clamp backwards and the gradient cat (~10 f): ~18 f over the
 # three passes, 6 per ffn element in the table's forward units (backward twice the forward).
+# Its own row, ``eager``: weighted_bias_quick_geglu_impl, which runs it, is plain Python; only
+# the activation after it is compiled (``jit_fuser``, megatron/core/jit.py: torch.compile).
 CLAMP_TRAFFIC = 6
 # Biased experts' fc2 bias, added per expert with the routing probability (``_apply_bias``):
-# ~6 h forward + ~8 h backward = ~14 h over the three passes, ~5 h in forward units.
+# ~6 h forward + ~8 h backward = ~14 h over the three passes, ~5 h in forward units; ``eager``,
+# a Python loop of torch ops (moe/experts.py l.251-268 at d7288711). With fp32 probabilities:
+# planner/model/moe.py ``EXPERT_BIAS_TRAFFIC_FP32_PROBS``.
 EXPERT_BIAS_TRAFFIC = 5
 
 # The one GEMM row that stands for wq, wk and wv (op_checkpoint splits it into its three matmuls).
@@ -253,6 +257,12 @@ def _mlp_rows(
         names, traffic = ("ReLU output (square input)", "squared-ReLU output (fc2 input)"), 4
     else:
         names, traffic = ("fc1 output (GeLU input)", "GeLU output (fc2 input)"), 3
+    recompute = Recompute.MOE_ACT if routed else None
+    passes: tuple[Elementwise, ...] = (
+        Elementwise(f"{prefix}activation", Part.MLP, traffic * width, copies=active, recompute=recompute),
+    )
+    if gated and model.activation_clamp is not None:  # its own, eager row (CLAMP_TRAFFIC)
+        passes += (replace(passes[0], name=f"{prefix}activation clamp", elements=CLAMP_TRAFFIC * width, eager=True),)
     return _Rows(
         gemms=(up, down),
         saved=tuple(
@@ -267,15 +277,7 @@ def _mlp_rows(
             )
             for n in names
         ),
-        elementwise=(
-            Elementwise(
-                f"{prefix}activation",
-                Part.MLP,
-                (traffic + (CLAMP_TRAFFIC if gated and model.activation_clamp else 0)) * width,
-                copies=active,
-                recompute=Recompute.MOE_ACT if routed else None,
-            ),
-        ),
+        elementwise=passes,
     )
 
 
@@ -304,7 +306,8 @@ def _feed_forward_rows(model: ModelShape, dense: bool, hf_modules: bool) -> _Row
         # GPT-OSS's biased experts: Megatron-Core adds fc2's bias scaled by each copy's probability
         # in a Python loop over the local experts (moe/experts.py ``_apply_bias``: split, t + b p
         # per expert, cat), ~6 h forward and ~8 h backward (the bias and probability gradients).
-        rows += _Rows(elementwise=(Elementwise("experts' output bias", Part.MLP, EXPERT_BIAS_TRAFFIC * h, copies=ept),))
+        bias_loop = Elementwise("experts' output bias", Part.MLP, EXPERT_BIAS_TRAFFIC * h, copies=ept, eager=True)
+        rows += _Rows(elementwise=(bias_loop,))
     return rows + _Rows(
         # The router's h x experts GEMM, timed like the others (a narrow one: eff(E)).
         gemms=(Gemm("router", Part.ROUTER, h, model.num_experts, TpSplit.NONE, bias=model.router_bias),),

@@ -162,6 +162,10 @@ class Elementwise:
     copies: int = 1
     # Run again in backward where the stack recomputes this module.
     recompute: Recompute | None = None
+    # Eager PyTorch ops in every stack's own code, outside the hand-fused kernel libraries
+    # (Megatron-Core's Python around TransformerEngine): ``elementwise_fusion_factor`` does not
+    # shrink them, torch.compile does (planner/model/step_time.py ``fused_elementwise_bytes``).
+    eager: bool = False
 
 
 @dataclass(frozen=True)
@@ -222,21 +226,27 @@ class BlockTable:
         """Elements per token context parallelism exchanges (K and V)."""
         return sum(t.elements for t in self.saved if t.cp_gathered)
 
-    @property
-    def elementwise_elements(self) -> int:
-        """Forward elementwise traffic per token of the tp-split passes (all of them today)."""
+    def elementwise_elements(self, eager_only: bool = False) -> int:
+        """Forward elementwise traffic per token of the tp-split passes (all of them today; only
+        the ``Elementwise.eager`` ones: ``eager_only``)."""
         assert all(e.tp_split for e in self.elementwise), "step_time assumes every pass is tp-split"
-        return sum(e.elements * e.copies for e in self.elementwise)
+        return sum(e.elements * e.copies for e in self.elementwise if e.eager or not eager_only)
 
-    @property
-    def sequence_elementwise_elements(self) -> int:
+    def sequence_elementwise_elements(self, eager_only: bool = False) -> int:
         """The part of ``elementwise_elements`` that sequence parallelism alone splits."""
-        return sum(e.elements * e.copies for e in self.elementwise if e.sequence_split)
+        rows = (e for e in self.elementwise if e.sequence_split and (e.eager or not eager_only))
+        return sum(e.elements * e.copies for e in rows)
 
-    def recomputed_elementwise_elements(self, modules: frozenset[Recompute], sequence_only: bool = False) -> int:
+    def recomputed_elementwise_elements(
+        self, modules: frozenset[Recompute], sequence_only: bool = False, eager_only: bool = False
+    ) -> int:
         """Forward elementwise traffic per token that the recomputed ``modules`` run again (only the
-        sequence-parallel passes among them: ``sequence_only``)."""
-        rows = (e for e in self.elementwise if e.recompute in modules and (e.sequence_split or not sequence_only))
+        sequence-parallel passes among them: ``sequence_only``; only the eager ones: ``eager_only``)."""
+        rows = (
+            e
+            for e in self.elementwise
+            if e.recompute in modules and (e.sequence_split or not sequence_only) and (e.eager or not eager_only)
+        )
         return sum(e.elements * e.copies for e in rows)
 
 

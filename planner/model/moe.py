@@ -17,13 +17,29 @@ from dataclasses import replace
 import numpy as np
 
 from planner.model import comm, rates
-from planner.model.block import block_table
+from planner.model.block import EXPERT_BIAS_TRAFFIC, block_table
 from planner.model.block_rows import Recompute
 from planner.model.candidates import PREC_FP8, PREC_FP32, Candidates
 from planner.model.flops import busiest_recompute_fraction, hf_dense_experts
 from planner.model.settings import ModelingSettings
+from planner.model.shape import ModelShape
 from planner.model.spec import ModelSpec
 from planner.units import FP32_BYTES
+
+# The biased experts' bias loop (planner/model/block.py ``EXPERT_BIAS_TRAFFIC``, Megatron-Core's
+# ``_apply_bias``) with fp32 probabilities (``ModelingSettings.moe_probs_fp32``): ``b * p`` and
+# ``t + b p`` promote to fp32, the cat copies fp32 and ``.to(dtype)`` casts back (~14 h forward,
+# counted in bf16 elements); backward casts the gradient up (3 h) and back for ``t`` (3 h) and
+# forms both products' gradients in fp32 (~12 h): ~32 h over the three passes, ~11 h in forward units.
+EXPERT_BIAS_TRAFFIC_FP32_PROBS = 11
+
+
+def expert_bias_fp32_probs_elements(model: ModelShape) -> int:
+    """Forward-unit elements per token the bias loop adds over ``EXPERT_BIAS_TRAFFIC`` when the
+    probabilities are fp32 (0 without biased routed experts)."""
+    if not (model.is_moe and model.mlp_bias):
+        return 0
+    return (EXPERT_BIAS_TRAFFIC_FP32_PROBS - EXPERT_BIAS_TRAFFIC) * model.hidden_size * model.experts_per_token
 
 
 def routed_expert_params_per_layer(model: ModelSpec) -> int:

@@ -459,6 +459,12 @@ class ModelingSettings(JobSettings):
     # same way is an ESTIMATE). False: every routed copy to another node crosses (NCCL
     # all-to-all: Megatron-Core's alltoall dispatcher, trainplan's block).
     moe_hierarchical_dispatch: bool = False
+    # The routing probabilities reach the experts in fp32 (Megatron-Core's flex dispatcher: its
+    # HybridEP and DeepEP backends cast them, megatron/core/transformer/moe/token_dispatcher.py
+    # l.1033-1039 and l.1178-1184 at d7288711; the alltoall dispatcher keeps the router's bf16).
+    # Biased experts' per-expert bias loop then runs in fp32 (planner/model/moe.py
+    # ``EXPERT_BIAS_TRAFFIC_FP32_PROBS``); nothing else here reads it.
+    moe_probs_fp32: bool = False
     # --- FLOP conventions --------------------------------------------------------------------
     # Causal attention does half the score work; MFU here counts it causally (PaLM appendix B
     # counts it non-causally: set False to compare with Megatron/NeMo "model TFLOP/s").

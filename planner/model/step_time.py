@@ -135,7 +135,9 @@ def fp8_cast_bytes_per_token(model: ModelSpec, c: Candidates, s: ModelingSetting
     return np.where(c.precision == PREC_FP8, elements * s.fp8_cast_bytes_per_element, 0.0)
 
 
-def elementwise_bytes_per_token(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
+def elementwise_bytes_per_token(
+    model: ModelSpec, c: Candidates, s: ModelingSettings, eager_only: bool = False
+) -> np.ndarray:
     """HBM bytes moved by one block's non-GEMM kernels per token, forward + backward (eager).
 
     The ``elementwise`` rows of ``planner/model/block.py``, counted kernel by kernel (read +
@@ -144,9 +146,15 @@ def elementwise_bytes_per_token(model: ModelSpec, c: Candidates, s: ModelingSett
     ~4; rotary ~10 per q/k element; SwiGLU's SiLU and product ~5 per ffn element (GeLU ~3); two
     residual adds ~3 h each; SDPA layout copies none. Each on 1/tp of a rank's work, but for the
     norms and residual adds, unsplit without sequence parallelism (``s.sequence_parallel``).
+    ``eager_only``: the rows every stack runs as eager ops (``Elementwise.eager``).
     """
     tables = block_table(model), block_table(model, hf_modules=True)
-    native, hf = (per_tp_rank(t.elementwise_elements, t.sequence_elementwise_elements, c, s) for t in tables)
+    native, hf = (
+        per_tp_rank(t.elementwise_elements(eager_only), t.sequence_elementwise_elements(eager_only), c, s)
+        for t in tables
+    )
+    if s.moe_probs_fp32:  # an eager loop on the routed copies (split like them: per_tp_rank)
+        native = native + per_tp_rank(moe.expert_bias_fp32_probs_elements(model), 0.0, c, s)
     elements = native if tables[0].elementwise == tables[1].elementwise else np.where(c.impl == IMPL_HF, hf, native)
     return 3.0 * elements * compute_dtype_bytes(c)
 
@@ -204,18 +212,34 @@ def grad_accumulation_s(model: ModelSpec, c: Candidates, s: ModelingSettings, ra
 def recomputed_module_work(
     model: ModelSpec, c: Candidates, s: ModelingSettings, n_layers, tokens
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(GEMM seconds, eager elementwise bytes) of the modules the stack recomputes in backward
-    (``s.recompute_modules``) over ``n_layers`` blocks of ``tokens`` tokens: one more forward of
-    their GEMMs and passes, in the native blocks no checkpoint already re-runs whole."""
+    """(GEMM seconds, elementwise bytes as the stack fuses them: ``fused_elementwise_bytes``) of
+    the modules the stack recomputes in backward (``s.recompute_modules``) over ``n_layers`` blocks
+    of ``tokens`` tokens: one more forward of their GEMMs and passes, in the native blocks no
+    checkpoint already re-runs whole."""
     block_tokens = n_layers * tokens
     share = module_recompute_share(c, n_layers)
     gemms = forward_gemm_time_per_token(model, c, s, recomputed_only=True)
     table, modules = block_table(model), s.recompute_modules
-    again = table.recomputed_elementwise_elements(modules)
-    passes = per_tp_rank(
-        again, table.recomputed_elementwise_elements(modules, sequence_only=True), c, s
-    ) * compute_dtype_bytes(c)
-    return block_tokens * share * gemms, block_tokens * share * passes
+
+    def passes(eager_only: bool) -> np.ndarray:
+        again = table.recomputed_elementwise_elements(modules, eager_only=eager_only)
+        sequence = table.recomputed_elementwise_elements(modules, sequence_only=True, eager_only=eager_only)
+        return per_tp_rank(again, sequence, c, s) * compute_dtype_bytes(c)
+
+    return block_tokens * share * gemms, block_tokens * share * fused_elementwise_bytes(
+        passes(False), passes(True), c, s
+    )
+
+
+def fused_elementwise_bytes(all_bytes, eager_bytes, c: Candidates, s: ModelingSettings) -> np.ndarray:
+    """The HBM traffic of elementwise passes counted as PyTorch eager runs them (``all_bytes``, of
+    which ``eager_bytes`` are ``Elementwise.eager`` rows) once the stack fuses what it fuses:
+    torch.compile shrinks every pass by ``compile_elementwise_factor``; a library of hand-fused
+    kernels (``elementwise_fusion_factor``) only the passes it has kernels for, not the eager ops
+    of the stack's own Python code."""
+    fused = np.where(c.compile, s.compile_elementwise_factor, s.elementwise_fusion_factor)
+    eager = np.where(c.compile, s.compile_elementwise_factor, 1.0)
+    return (all_bytes - eager_bytes) * fused + eager_bytes * eager
 
 
 def rank_compute_time(model: ModelSpec, c: Candidates, s: ModelingSettings, n_layers, head_on) -> dict[str, np.ndarray]:
@@ -264,9 +288,10 @@ def rank_compute_time(model: ModelSpec, c: Candidates, s: ModelingSettings, n_la
     unfused_flops = np.where(eager_softcap_attention(model, c), eager_flops, attn_flops)
     unfused = unfused_flops * (3.0 + recomputed + again) / rates.unfused_attention_rate(c, s, head_dim)
     attention = np.where(flash_attention_on(model, c, s), flash, unfused)
-    fused = np.where(c.compile, s.compile_elementwise_factor, s.elementwise_fusion_factor)
-    elementwise = n_layers * tokens * elementwise_bytes_per_token(model, c, s) * fused * (passes / 3.0)
-    elementwise = elementwise + module_passes * fused
+    per_token = fused_elementwise_bytes(
+        elementwise_bytes_per_token(model, c, s), elementwise_bytes_per_token(model, c, s, eager_only=True), c, s
+    )
+    elementwise = n_layers * tokens * per_token * (passes / 3.0) + module_passes
     fp8_casts = n_layers * tokens * fp8_cast_bytes_per_token(model, c, s) * (passes / 3.0)
     loss = s.loss_traffic_bytes_per_logit * tokens * model.vocab_size / c.tp
     # Passes around the embedding and head (Gemma's embedding scaling, the logit soft-cap).

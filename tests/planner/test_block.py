@@ -175,7 +175,7 @@ def test_hf_rmsnorm_saves_and_moves_more_than_a_fused_norm():
     native, hf = block_table(llama), block_table(llama, hf_modules=True)
     assert [t.elements for t in native.saved_in(Part.NORMS)] == [h, h, h, h]
     assert [t.elements for t in hf.saved_in(Part.NORMS)] == [3 * h, h, 3 * h, h]
-    assert hf.elementwise_elements - native.elementwise_elements == 2 * (18 - 4) * h
+    assert hf.elementwise_elements() - native.elementwise_elements() == 2 * (18 - 4) * h
     assert block_table(gpt) == block_table(gpt, hf_modules=True)  # LayerNorm is fused either way
 
 

@@ -1,7 +1,8 @@
 """What a routed expert's activation costs beyond SwiGLU's own kernels: GPT-OSS's clamps, its
 biased experts' per-expert bias loop, and Megatron-Core's ``moe_act`` recompute, which runs the
 activation once more in backward (planner/model/block.py ``CLAMP_TRAFFIC``,
-``EXPERT_BIAS_TRAFFIC``; docs/model.md)."""
+``EXPERT_BIAS_TRAFFIC``; docs/model.md). The clamps and the bias loop are eager ops in
+Megatron-Core too (``Elementwise.eager``): its fused-kernel factor does not shrink them."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from planner.layout import Layout, Sharding, TrainingConfig
 from planner.model.block import CLAMP_TRAFFIC, EXPERT_BIAS_TRAFFIC, block_table
 from planner.model.block_rows import Recompute
 from planner.model.estimate import estimate
+from planner.model.moe import EXPERT_BIAS_TRAFFIC_FP32_PROBS
 from planner.model.stack_profiles import MEGATRON_CORE_SETTINGS
 
 CONFIGS = Path(__file__).resolve().parents[1] / "data" / "hf_configs"
@@ -35,9 +37,42 @@ def test_the_reader_takes_gpt_oss_clamp_and_it_adds_the_clamp_kernels():
     assert model_from_hf_config(CONFIGS / "gpt_oss.json").activation_clamp == 7.0
     unclamped = OSS.model_copy(update={"activation_clamp": None})
     f, k = OSS.ffn_hidden_size, OSS.experts_per_token
-    added = elements(OSS)["experts activation"] - elements(unclamped)["experts activation"]
-    assert added == CLAMP_TRAFFIC * f * k
+    assert elements(OSS)["experts activation"] == elements(unclamped)["experts activation"]
+    assert elements(OSS)["experts activation clamp"] == CLAMP_TRAFFIC * f * k
+    assert "experts activation clamp" not in elements(unclamped)
     assert memory_bound_s(OSS) > memory_bound_s(unclamped)
+
+
+def clamp_s(settings) -> float:
+    return memory_bound_s(OSS, settings) - memory_bound_s(OSS.model_copy(update={"activation_clamp": None}), settings)
+
+
+def bias_loop_s(settings) -> float:
+    return memory_bound_s(OSS, settings) - memory_bound_s(OSS.model_copy(update={"mlp_bias": False}), settings)
+
+
+@pytest.mark.parametrize("cost", [clamp_s, bias_loop_s])
+def test_the_eager_passes_are_not_shrunk_by_the_stacks_fused_kernels(cost):
+    """Megatron-Core's fused-kernel factor (0.5) halves the passes TransformerEngine fuses, not the
+    clamps of weighted_bias_quick_geglu_impl nor the _apply_bias loop: their time is the same as
+    under a stack that fuses nothing."""
+    assert MEGATRON_CORE_SETTINGS.elementwise_fusion_factor < 1.0
+    unfused = MEGATRON_CORE_SETTINGS.but(elementwise_fusion_factor=1.0)
+    assert cost(MEGATRON_CORE_SETTINGS) == pytest.approx(cost(unfused), rel=1e-9)
+    rows = {e.name: e for e in block_table(OSS).elementwise}
+    assert rows["experts activation clamp"].eager and rows["experts' output bias"].eager
+    assert not rows["experts activation"].eager
+
+
+def test_fp32_probabilities_make_the_bias_loop_heavier_only_for_biased_experts():
+    """The flex dispatcher's fp32 probabilities (``moe_probs_fp32``) move the bias loop from 5 to
+    11 h per copy in forward units; unbiased experts (Qwen3) have no loop to slow."""
+    fp32 = MEGATRON_CORE_SETTINGS.but(moe_probs_fp32=True)
+    added = memory_bound_s(OSS, fp32) - memory_bound_s(OSS)
+    ratio = (EXPERT_BIAS_TRAFFIC_FP32_PROBS - EXPERT_BIAS_TRAFFIC) / EXPERT_BIAS_TRAFFIC
+    assert added == pytest.approx(ratio * bias_loop_s(MEGATRON_CORE_SETTINGS), rel=1e-6)
+    qwen = get_preset("qwen3-30b-a3b")
+    assert memory_bound_s(qwen, fp32) == memory_bound_s(qwen)
 
 
 def test_biased_experts_pay_their_per_expert_bias_pass():
@@ -55,17 +90,22 @@ def test_moe_act_recompute_runs_the_activation_again_and_saves_its_output():
     redo = estimate(OSS, "h100-sxm", LAYOUT, TRAINING, num_gpus=8, settings=again, trainer_rules=False)
     assert redo.time.breakdown_s.memory_bound > plain.time.breakdown_s.memory_bound
     assert redo.memory.breakdown_gib.activations < plain.memory.breakdown_gib.activations
-    # One forward of the whole clamped activation ((5 + 6) f per copy) against the clamp's own
-    # three passes (3 x 6 f): the same bandwidth and fusion, so their ratio is the traffic's.
+    # One forward of the whole clamped activation (5 f fused, 6 f of eager clamps per copy)
+    # against the clamp's own three passes (3 x 6 f, eager): the same bandwidth.
     recompute_s = redo.time.breakdown_s.memory_bound - plain.time.breakdown_s.memory_bound
-    clamp_s = memory_bound_s(OSS) - memory_bound_s(OSS.model_copy(update={"activation_clamp": None}))
-    assert recompute_s / clamp_s == pytest.approx((5 + CLAMP_TRAFFIC) / (3 * CLAMP_TRAFFIC))
+    fused = MEGATRON_CORE_SETTINGS.elementwise_fusion_factor
+    expected = (fused * 5 + CLAMP_TRAFFIC) / (3 * CLAMP_TRAFFIC)
+    assert recompute_s / clamp_s(MEGATRON_CORE_SETTINGS) == pytest.approx(expected)
     rows = {e.name: e for e in block_table(OSS).elementwise}
     assert rows["experts activation"].recompute is Recompute.MOE_ACT
+    assert rows["experts activation clamp"].recompute is Recompute.MOE_ACT
     assert rows["dispatch, combine"].recompute is None
 
 
-@pytest.mark.parametrize("name", ["qwen3-30b-a3b", "gpt-oss-20b"])
-def test_only_the_routed_activation_is_tagged(name):
+@pytest.mark.parametrize(
+    "name, expected",
+    [("qwen3-30b-a3b", ["experts activation"]), ("gpt-oss-20b", ["experts activation", "experts activation clamp"])],
+)
+def test_only_the_routed_activation_is_tagged(name, expected):
     tagged = [e.name for e in block_table(get_preset(name)).elementwise if e.recompute is Recompute.MOE_ACT]
-    assert tagged == ["experts activation"]
+    assert tagged == expected
