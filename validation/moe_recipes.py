@@ -19,6 +19,7 @@ from planner.layout import Implementation, Layout, Precision, Sharding, Training
 from planner.model.block_rows import Recompute
 from planner.model.optimizer_precision import OptimizerPrecision
 from planner.model.settings import ModelingSettings
+from planner.model.shape import yarn_attention_factor
 from planner.model.spec import ModelSpec
 from planner.model.stack_profiles import MEGATRON_CORE_SETTINGS, moe_a2a_overlapped
 
@@ -103,7 +104,8 @@ QWEN3_30B_A3B = get_preset("qwen3-30b-a3b")
 # of width 2880, 4 per token, vocabulary 201088, attention biases, a 128-token sliding window on
 # every other layer (layer_types: 18 of 36 "sliding_attention"), expert biases (116.83B parameters
 # in all, as OpenAI's model card states), the SwiGLU inputs clamped to 7 (``swiglu_limit``). Not
-# expressed: the router bias and the attention sinks (learnable softmax offsets).
+# expressed: the router bias and the attention sinks (learnable softmax offsets). RoPE: YaRN, factor
+# 32 over 4,096 positions (``rope_scaling``), no mscale: its concentration factor.
 GPT_OSS_120B = ModelSpec(
     name="gpt-oss-120b",
     family="mixtral",
@@ -123,6 +125,7 @@ GPT_OSS_120B = ModelSpec(
     num_experts=128,
     experts_per_token=4,
     activation_clamp=7.0,
+    rope_attention_factor=yarn_attention_factor(32.0),
 )
 # DeepSeek-V3: the ``deepseek-v3`` preset (deepseek-ai/DeepSeek-V3 config.json: 61 layers, hidden
 # 7168, MLA with 128 heads and q/kv LoRA ranks 1536 / 512, 256 routed experts of width 2048, 8 per

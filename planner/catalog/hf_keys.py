@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from planner.errors import RuleCode, RuleViolation
+from planner.model.shape import yarn_attention_factor
 
 # Upper bounds far beyond any real model; larger values are typos or corrupt files.
 MAX_HIDDEN = 1_000_000
@@ -144,6 +145,19 @@ def positive_number(cfg: HfConfig, key: str, default: float) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
         raise cfg.error(RuleCode.HF_NOT_POSITIVE, field=key, value=repr(value))
     return float(value)
+
+
+def rope_attention_factor(cfg: HfConfig) -> float:
+    """YaRN's concentration factor from ``rope_scaling`` (``rope_parameters`` in transformers >= 5):
+    its ``attention_factor`` where stated, else ``yarn_attention_factor`` of its ``factor`` and
+    ``mscale`` / ``mscale_all_dim``; 1 for any other scaling or none."""
+    scaling = cfg.section("rope_scaling") if cfg.data.get("rope_scaling") else cfg.section("rope_parameters")
+    if (scaling.data.get("rope_type") or scaling.data.get("type")) != "yarn":
+        return 1.0
+    if scaling.data.get("attention_factor") is not None:
+        return positive_number(scaling, "attention_factor", 1.0)
+    mscale, all_dim = (positive_number(scaling, key, 0.0) or None for key in ("mscale", "mscale_all_dim"))
+    return yarn_attention_factor(positive_number(scaling, "factor", 1.0), mscale, all_dim)
 
 
 def fraction(cfg: HfConfig, key: str, default: float) -> float:

@@ -16,6 +16,7 @@ from planner.catalog.hf_keys import (
     layer_indices,
     layer_kinds,
     positive_number,
+    rope_attention_factor,
     text_config,
 )
 from planner.errors import RuleCode
@@ -88,8 +89,8 @@ def gpt_oss(cfg: HfConfig) -> dict:
     """OpenAI GPT-OSS: biased q/k/v/o, one learnt attention sink per head, a 128-token window on
     every other layer, ``num_local_experts`` SwiGLU experts of ``intermediate_size`` with biases
     (fused gate/up: same shapes), top ``num_experts_per_tok`` of a biased router (softmax over
-    the chosen logits), its SwiGLU inputs clamped to ``swiglu_limit``. The clamp and YaRN change no
-    weights."""
+    the chosen logits), its SwiGLU inputs clamped to ``swiglu_limit``, YaRN's concentration factor
+    on RoPE (``rope_scaling``). The clamp and YaRN change no weights."""
     fields = decoder_fields(
         cfg, "gpt_oss", 8, 64, max_seq_len=131072, rope_theta=150000.0, norm_eps=1e-5, attention_bias=True
     )
@@ -101,6 +102,7 @@ def gpt_oss(cfg: HfConfig) -> dict:
         router_bias=True,
         attention_sinks=True,
         activation_clamp=positive_number(cfg, "swiglu_limit", 7.0),
+        rope_attention_factor=rope_attention_factor(cfg),
     )
 
 

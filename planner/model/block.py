@@ -222,7 +222,8 @@ def _rotary_rows(model: ModelShape) -> _Rows:
     heads = model.num_heads + model.num_kv_heads
     rotated = 10 * heads * model.rotary_dim
     split = 2 * heads * model.dim_head if model.rotary_dim < model.dim_head else 0
-    return _Rows(elementwise=(Elementwise("rotary", Part.OTHER, rotated + split),))
+    eager = model.rope_attention_factor != 1.0  # YaRN's factor: no fused RoPE (ModelShape)
+    return _Rows(elementwise=(Elementwise("rotary", Part.OTHER, rotated + split, eager=eager),))
 
 
 def _mlp_rows(

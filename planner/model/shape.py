@@ -5,6 +5,7 @@ parameter counts derived from that table, so the table and the counts import in 
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 from pydantic import BaseModel, Field, model_validator
@@ -111,6 +112,11 @@ class ModelShape(BaseModel):
     # read from the config by the newer families' readers. No effect on the planner's figures.
     rope_theta: float | None = Field(None, gt=0)
     norm_eps: float | None = Field(None, gt=0)
+    # YaRN's attention (concentration) factor on RoPE's cos and sin (``yarn_attention_factor``; 1:
+    # none). Megatron-Core's fused RoPE takes only 1 (megatron/core/models/common/embeddings/
+    # rope_utils.py l.279-284 at d7288711), so another value runs its rotary as eager ops
+    # (planner/model/block.py ``_rotary_rows``).
+    rope_attention_factor: float = Field(1.0, gt=0)
 
     @model_validator(mode="after")
     def _check(self) -> ModelShape:
@@ -194,3 +200,17 @@ class ModelShape(BaseModel):
     def moe_layers(self) -> int:
         """Blocks with experts (all of them for Mixtral / Qwen3-MoE, L - k for DeepSeek)."""
         return self.num_layers - self.dense_layers if self.is_moe else 0
+
+
+def yarn_attention_factor(factor: float, mscale: float | None = None, mscale_all_dim: float | None = None) -> float:
+    """YaRN's concentration factor for a context stretched ``factor`` times: 0.1 ln(factor) + 1
+    (times ``mscale``), over the same for ``mscale_all_dim`` where a config gives both
+    (transformers' ``_compute_yarn_parameters``; Megatron-Core's ``_yarn_get_concentration_factor``,
+    yarn_rotary_pos_embedding.py l.252-271 at d7288711)."""
+
+    def mscale_of(scale: float, m: float = 1.0) -> float:
+        return 1.0 if scale <= 1 else 0.1 * m * math.log(scale) + 1.0
+
+    if mscale and mscale_all_dim:
+        return mscale_of(factor, mscale) / mscale_of(factor, mscale_all_dim)
+    return mscale_of(factor)

@@ -6,6 +6,7 @@ Megatron-Core too (``Elementwise.eager``): its fused-kernel factor does not shri
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -109,3 +110,37 @@ def test_moe_act_recompute_runs_the_activation_again_and_saves_its_output():
 def test_only_the_routed_activation_is_tagged(name, expected):
     tagged = [e.name for e in block_table(get_preset(name)).elementwise if e.recompute is Recompute.MOE_ACT]
     assert tagged == expected
+
+
+def test_yarn_concentration_makes_megatron_cores_rotary_eager():
+    """GPT-OSS's YaRN (factor 32, no mscale) scales cos and sin by 0.1 ln 32 + 1; Megatron-Core's
+    fused RoPE takes only 1, so its rotary row is eager: the fused-kernel factor leaves it whole."""
+    read = model_from_hf_config(CONFIGS / "gpt_oss.json")
+    assert read.rope_attention_factor == pytest.approx(0.1 * math.log(32) + 1)
+    assert OSS.rope_attention_factor == read.rope_attention_factor
+    assert get_preset("qwen3-30b-a3b").rope_attention_factor == 1.0
+    rows = {m: {e.name: e for e in block_table(m).elementwise}["rotary"] for m in (OSS, get_preset("qwen3-30b-a3b"))}
+    assert rows[OSS].eager and not rows[get_preset("qwen3-30b-a3b")].eager
+    plain = OSS.model_copy(update={"rope_attention_factor": 1.0})
+    no_rope = memory_bound_s(OSS.model_copy(update={"position": "learned"}))
+    # The rotary's time: whole with YaRN's factor, halved by the fused-kernel factor without it.
+    fused = MEGATRON_CORE_SETTINGS.elementwise_fusion_factor
+    assert memory_bound_s(plain) - no_rope == pytest.approx(fused * (memory_bound_s(OSS) - no_rope), rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    "scaling, expected",
+    [
+        ({"rope_type": "yarn", "factor": 32.0}, 0.1 * math.log(32) + 1),
+        ({"type": "yarn", "factor": 40, "mscale": 1.0, "mscale_all_dim": 1.0}, 1.0),
+        ({"rope_type": "yarn", "factor": 4.0, "attention_factor": 1.2}, 1.2),
+        ({"rope_type": "linear", "factor": 4.0}, 1.0),
+    ],
+)
+def test_the_reader_takes_yarns_concentration_factor(scaling, expected):
+    from planner.catalog.hf_keys import HfConfig, rope_attention_factor
+
+    assert rope_attention_factor(HfConfig(CONFIGS / "gpt_oss.json", {"rope_scaling": scaling})) == pytest.approx(
+        expected
+    )
+    assert rope_attention_factor(HfConfig(CONFIGS / "gpt_oss.json", {})) == 1.0
