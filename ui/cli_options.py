@@ -54,6 +54,14 @@ def _job_dir(value: str) -> Path:
 
 # metavar: the <path> typer shows for a Path option (a parser's own type would show <Path>)
 JOB_DIR = typer.Option(..., "--out", parser=_job_dir, metavar="<path>", help="job directory to write")
+# portfolio's: the same refusal (review s49: --emit "" wrote every job's directory into the cwd)
+EMIT_DIR = typer.Option(
+    None,
+    "--emit",
+    parser=_job_dir,
+    metavar="<path>",
+    help="also write each job's directory, DIR/<job name>/, as trainplan emit does",
+)
 
 
 class K8sNames(TypedDict, total=False):

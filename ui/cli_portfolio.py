@@ -19,7 +19,7 @@ from planner.model.stacks import Stack
 from planner.request import PlanRequest
 from ui import render, render_fleet, render_portfolio
 from ui.calibration import applied_calibration, choose_calibration
-from ui.cli_options import CALIBRATION_HELP, JSON, K8S_IMAGE, K8S_PVC, NO_CALIBRATION, K8sNames, k8s_names
+from ui.cli_options import CALIBRATION_HELP, EMIT_DIR, JSON, K8S_IMAGE, K8S_PVC, NO_CALIBRATION, K8sNames, k8s_names
 from ui.inputs import check_range
 from ui.portfolio_file import JobsFile, job_keys_help
 from ui.render_lines import jobs_figures_lines, jobs_run_losses_json
@@ -58,9 +58,7 @@ def portfolio(
             f"jobs file (TOML/JSON) with [inventory] and [[jobs]] (examples/portfolio.toml); {job_keys_help()}"
         ),
     ),
-    emit_dir: Path | None = typer.Option(
-        None, "--emit", help="also write each job's directory, DIR/<job name>/, as trainplan emit does"
-    ),
+    emit_dir: Path | None = EMIT_DIR,
     k8s_image: str | None = K8S_IMAGE,
     k8s_pvc: str | None = K8S_PVC,
     calibration: Path | None = typer.Option(None, help=CALIBRATION_HELP),

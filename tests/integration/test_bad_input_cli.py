@@ -160,6 +160,15 @@ def test_emit_into_an_empty_name_writes_nothing_in_an_empty_current_directory(fi
     assert list(tmp_path.iterdir()) == []
 
 
+def test_portfolio_emit_into_an_empty_name_writes_nothing(tmp_path, monkeypatch):
+    """Review s49: ``portfolio --emit ""`` wrote every job's directory into an empty current
+    directory, as emit's ``--out ""`` did."""
+    monkeypatch.chdir(tmp_path)
+    code, _, err = call("portfolio", str(Path(__file__).parents[2] / "examples" / "portfolio.toml"), "--emit", "")
+    assert_one_line(code, err, "'--emit': give a directory name")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_force_writes_what_emit_refuses(files, tmp_path):
     assert call("emit", str(files / "infeasible.json"), "--out", str(tmp_path / "i"), "--force")[0] == 0
     other = tmp_path / "other"
