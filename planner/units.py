@@ -6,6 +6,7 @@ is in seconds unless a name says otherwise.
 
 from __future__ import annotations
 
+BYTES_PER_MB = 10**6  # decimal: file sizes and data rates, as ls and du -si print them
 BYTES_PER_MIB = 2**20
 BYTES_PER_GIB = 2**30
 MIB = BYTES_PER_MIB

@@ -116,10 +116,19 @@ class Tokenizer:
         return np.dtype(np.uint16 if self.vocab_size <= 2**16 else np.uint32)
 
 
-def file_digest(path: Path) -> str:
-    """Content hash of one file (BLAKE2b, 32 hex digits)."""
+def file_digest(path: Path, read: Callable[[int], None] | None = None) -> str:
+    """Content hash of one file (BLAKE2b, 32 hex digits); ``read(n)`` after each chunk of n bytes
+    (data preparation's progress line: trainer/progress.py)."""
+    digest = hashlib.blake2b()
     with path.open("rb") as handle:
-        return hashlib.file_digest(handle, "blake2b").hexdigest()[:32]
+        while chunk := handle.read(DIGEST_CHUNK_BYTES):
+            digest.update(chunk)
+            if read is not None:
+                read(len(chunk))
+    return digest.hexdigest()[:32]
+
+
+DIGEST_CHUNK_BYTES = 8 * 2**20  # bounded memory, and a progress line's granularity
 
 
 # --------------------------------------------------------------------------- reading and cleaning

@@ -28,6 +28,7 @@ import numpy as np
 
 from planner.errors import DiskFullError, JobDirWriteError
 from planner.fmt import counted
+from planner.units import BYTES_PER_MB as MB
 from trainer.corpus import (
     BYTE_VOCAB_SIZE,
     EOS_TOKEN_NAMES,
@@ -60,6 +61,7 @@ from trainer.data_meta import (
 from trainer.files import CHECKED_SHARDS_ENV, write_json_atomic
 from trainer.job_spec import RunSettings
 from trainer.log import ON_STDOUT
+from trainer.progress import ByteProgress
 
 log = logging.getLogger(__name__)
 
@@ -161,7 +163,15 @@ def _fingerprint(source: Path, files: list[Path], tokenizer: Tokenizer) -> str:
         str(tokenizer.dtype),
     ]
     root = source if source.is_dir() else source.parent
-    inputs = [[str(p.relative_to(root)), file_digest(p)] for p in files]
+    progress = ByteProgress("hashing the inputs", sum(p.stat().st_size for p in files))
+    hashed = 0
+
+    def read(nbytes: int) -> None:
+        nonlocal hashed
+        hashed += nbytes
+        progress.done(hashed)
+
+    inputs = [[str(p.relative_to(root)), file_digest(p, read)] for p in files]
     return hashlib.blake2b(json.dumps([rules, inputs]).encode(), digest_size=16).hexdigest()
 
 
@@ -269,12 +279,21 @@ def _tokenise_long(
 
 
 def _documents_of(files: list[Path], stats: CleaningStats) -> Iterator[str | LongDocument]:
-    """The documents of every file; a file that cannot be read is named in a one-line error."""
-    for path in files:
+    """The documents of every file; a file that cannot be read is named in a one-line error. Says
+    how far it is (``ByteProgress``): the finished files' bytes, plus the characters read of the
+    file at hand (bytes for ASCII text; a long document's pieces count at its file's end)."""
+    sizes = [path.stat().st_size for path in files]
+    progress, finished = ByteProgress("tokenising", sum(sizes)), 0
+    for path, size in zip(files, sizes, strict=True):
+        read = 0
         try:
-            yield from read_documents(path, stats)
+            for document in read_documents(path, stats):
+                yield document
+                read += len(document) if isinstance(document, str) else 0
+                progress.done(finished + min(read, size))
         except OSError as exc:
             raise ValueError(f"{path}: cannot read ({exc.strerror or exc.__class__.__name__})") from None
+        finished += size
 
 
 def _build_shards(source: str, files: list[Path], data_dir: Path, tokenizer: Tokenizer, fingerprint: str) -> dict:
@@ -390,7 +409,7 @@ def prepare_data(
         log.warning(f"warning: data: {problem}; preparing the data again", extra=ON_STDOUT)
     # trial s27: a 58 MB corpus took 5 s in silence (about 15 minutes for 10 GB)
     size = sum(f.stat().st_size for f in files)
-    log.info(f"data: preparing {len(files):,} file(s), {size / 1e6:,.1f} MB, into {data_dir} (tokenise, clean, shard)")
+    log.info(f"data: preparing {len(files):,} file(s), {size / MB:,.1f} MB, into {data_dir} (tokenise, clean, shard)")
     info = _info_from_meta(_build_shards(run.data, files, data_dir, tokenizer, fingerprint), reused=False)
     _print_summary(info, data_dir)
     return _checked(info, run.data, seq_len)

@@ -18,6 +18,7 @@ from pathlib import Path
 import torch
 
 from planner.errors import ReplanNeeded
+from planner.fmt import counted
 from planner.layout import Layout, Precision
 from planner.model.configuration import structural_problem
 from planner.model.memory import fits, usable_capacity
@@ -101,7 +102,8 @@ def check_plan(plan: Plan, run: RunSettings, world_size: int, device: torch.devi
     try:
         layout = plan.layout.resolve(world_size)
     except ValueError as exc:
-        raise ValueError(f"plan: layout {plan.layout.describe()} does not fit {world_size} processes: {exc}") from None
+        processes = counted(world_size, "process", "processes")  # trial s49 L5: "1 processes"
+        raise ValueError(f"plan: layout {plan.layout.describe()} does not fit {processes}: {exc}") from None
     _check_structure(plan, layout)
     _check_precision(plan, device)
     _check_run(plan, run)

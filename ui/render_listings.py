@@ -78,8 +78,8 @@ def models(specs, *, as_json: bool) -> None:
         table.add_row(
             r["name"],
             r["family"],
-            f"{r['params_b']:,.2f}",
-            "-" if active is None else f"{active:,.2f}",
+            _billions(r["params_b"]),
+            "-" if active is None else _billions(active),
             str(r["layers"]),
             f"{r['hidden']:,}",
             f"{r['heads']} / {r['kv_heads']}",
@@ -89,3 +89,8 @@ def models(specs, *, as_json: bool) -> None:
     out.print(table)
     # trial s26: gpt-oss's card says 5.13B active, which leaves the input embedding out.
     out.print("active B counts the input embedding, as most model cards do (gpt-oss's does not: 5.13B for 120b)")
+
+
+def _billions(value_b: float) -> str:
+    """'176.25'; two significant figures below 0.01 B (trial s49 L5: tiny's 3.2M parameters read '0.00')."""
+    return f"{value_b:,.2f}" if value_b >= 0.01 else f"{value_b:.2g}"

@@ -479,3 +479,56 @@ def test_an_evaluation_takes_the_same_sequences_on_every_layout_of_the_batch(cor
             seen = [loader.next_indices() for loader in loaders for _ in range(eval_micro_batches(3, accum))]
             sets.add(tuple(sorted(np.concatenate(seen).tolist())))
         assert len(sets) == 1 and len(next(iter(sets))) == 3 * 4
+
+
+# --------------------------------------------------------------------------- progress (trial s49 M6)
+
+
+def test_file_digest_reads_in_chunks_and_is_blake2b_of_the_whole_file(tmp_path: Path) -> None:
+    import hashlib
+
+    from trainer.corpus import DIGEST_CHUNK_BYTES, file_digest
+
+    path = tmp_path / "big.bin"
+    path.write_bytes(os.urandom(DIGEST_CHUNK_BYTES + 12345))
+    chunks: list[int] = []
+    with path.open("rb") as handle:
+        whole = hashlib.file_digest(handle, "blake2b").hexdigest()[:32]
+    assert file_digest(path, chunks.append) == whole == file_digest(path)
+    assert chunks == [DIGEST_CHUNK_BYTES, 12345]
+
+
+def test_byte_progress_says_bytes_rate_and_time_left_once_per_interval(capsys) -> None:
+    from trainer.log import setup_logging
+    from trainer.progress import ByteProgress
+
+    setup_logging()
+    now = [0.0]
+    progress = ByteProgress("tokenising", 100_000_000, interval_s=30.0, clock=lambda: now[0])
+    now[0] = 10.0
+    progress.done(10_000_000)  # before the interval: nothing
+    assert capsys.readouterr().out == ""
+    now[0] = 40.0
+    progress.done(40_000_000)  # 1 MB/s: 60 MB left, a minute
+    progress.done(41_000_000)  # said 0 s ago: nothing
+    assert capsys.readouterr().out == "data: tokenising: 40 of 100 MB, 1.0 MB/s, about 1.0 minutes left\n"
+    big = ByteProgress("hashing the inputs", 200_000_000, interval_s=0.0, clock=lambda: now[0] + 100)
+    big.done(300_000_000)  # never past the total; whole MB from 100 MB on
+    assert capsys.readouterr().out.startswith("data: hashing the inputs: 200 of 200 MB, ")
+
+
+def test_preparing_the_data_says_how_far_it_is(corpus_job, monkeypatch, capsys) -> None:
+    """Trial s49 M6: a 53 MB corpus tokenised for 7 s with one line (a 100 GB one: ~3.5 h)."""
+    from trainer import progress
+
+    monkeypatch.setattr(progress, "HEARTBEAT_S", 0.0)  # every document and chunk says it
+    run, job_dir, _texts = corpus_job
+    prepare_data(run, job_dir, MODEL_VOCAB, 32)
+    out = capsys.readouterr().out
+    size_mb = (Path(run.data) / "docs.jsonl").stat().st_size / 1e6
+    hashing = [line for line in out.splitlines() if line.startswith("data: hashing the inputs: ")]
+    tokenising = [line for line in out.splitlines() if line.startswith("data: tokenising: ")]
+    assert hashing and len(tokenising) > 100  # one a document here
+    assert tokenising[-1].startswith(f"data: tokenising: {size_mb:,.1f} of {size_mb:,.1f} MB, ")
+    assert float(tokenising[len(tokenising) // 2].split()[2]) < size_mb  # it grows
+    assert out.index(hashing[0]) < out.index("data: preparing") < out.index(tokenising[0])

@@ -276,7 +276,7 @@ def test_invalid_plan_exits_with_a_one_line_error(tmp_path, in_process, capsys):
     assert train(job) == 2
     errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
     assert len(errors) == 1
-    assert errors[0].startswith(f"error: plan: layout {Layout(dp_shard=1, cp=2).describe()} does not fit 1 processes")
+    assert errors[0].startswith(f"error: plan: layout {Layout(dp_shard=1, cp=2).describe()} does not fit 1 process:")
 
 
 def _hf_pretrained(tmp_path: Path):

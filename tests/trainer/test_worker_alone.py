@@ -31,5 +31,5 @@ def test_a_worker_alone_runs_a_one_process_plan_and_refuses_a_larger_one(tmp_pat
     assert "RANK expected" not in alone.stderr
     emit_job(jobs.make_plan(Layout(dp_shard=2), training, 2), tmp_path / "two", name=None, run=RunSettings())
     two = run_alone(tmp_path / "two")
-    assert two.returncode == 2 and "does not fit 1 processes" in two.stderr, two.stderr[-2000:]
+    assert two.returncode == 2 and "does not fit 1 process:" in two.stderr, two.stderr[-2000:]
     assert "Traceback" not in two.stderr

@@ -168,6 +168,9 @@ def test_models_lists_every_preset_in_name_order() -> None:
     assert code == 0 and "llama3-8b" in out and "config.json" in out
     # the active count's convention is said, and gpt-oss's card figure is the count less the embedding
     assert "counts the input embedding" in out and "5.13B" in out
+    # trial s49 L5: tiny's 3.2M parameters read "0.00" B
+    tiny = next(line for line in out.splitlines() if "│ tiny " in line)
+    assert f"{get_preset('tiny').num_params() / 1e9:.2g}" in tiny and "0.00 " not in tiny
 
 
 def test_models_shows_the_presets_and_config_files_named() -> None:
