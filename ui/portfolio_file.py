@@ -447,11 +447,19 @@ def rented_types(spec: JobsFile) -> frozenset[str]:
 def fleet_options(spec: JobsFile, catalog) -> dict:
     """``plan_fleet``'s keyword inputs from the file: the ownership assumptions, each bought type's
     rent (the file's, else the price kind's or the catalog's price) and wall power overrides."""
+    rent = fleet_rents(spec.rent_usd_per_gpu_hour, purchase_prices(spec, catalog), spec.price_kind, catalog)
+    return {"tco": spec.ownership.tco(), "rent_usd_per_gpu_hour": rent, "wall_power_w": spec.ownership.wall_power_w}
+
+
+def fleet_rents(given: dict[str, float], buy: Iterable[str], price_kind: str | None, catalog) -> dict[str, float]:
+    """The rent ``plan_fleet`` weighs buying each type against: the rate given (``given``: the file's
+    [rent_usd_per_gpu_hour], the app's GPU table's $/h), else for each type to buy (``buy``) the
+    median of the price kind's offers or the catalog's price; the CLI and the app alike."""
     from planner.catalog.prices import catalog_with_price_kind
 
-    priced = catalog_with_price_kind(catalog, spec.price_kind)
-    rent = dict(spec.rent_usd_per_gpu_hour)
-    for gpu_id in purchase_prices(spec, catalog):
+    priced = catalog_with_price_kind(catalog, price_kind)
+    rent = dict(given)
+    for gpu_id in buy:
         if gpu_id not in rent and gpu_id in priced.gpus:
             rent[gpu_id] = priced.gpus[gpu_id].price_per_gpu_hour_usd
-    return {"tco": spec.ownership.tco(), "rent_usd_per_gpu_hour": rent, "wall_power_w": spec.ownership.wall_power_w}
+    return rent
