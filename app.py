@@ -2,7 +2,7 @@
 
 Thin by design: the sidebar's widgets (``ui.sidebar``, ``ui.gpu_table``) become a ``PlanRequest``;
 ``ui.cached`` asks ``planner.api`` / ``planner.api.explore`` (cached on the request's JSON);
-``ui.single`` (``ui.plan_card``, tabs, ``ui.explorer``, ``ui.run_view``) or ``ui.portfolio_view``
+``ui.single`` (``ui.plan_card``, tabs, ``ui.explorer``, ``ui.run_view``), ``ui.portfolio_view`` or ``ui.fleet_view``
 render the answers with ``ui.figures``; every label comes from ``ui.i18n`` (English / 中文).
 """
 
@@ -12,7 +12,8 @@ import streamlit as st
 
 from ui.app_server import one_malloc_arena
 from ui.cached import catalog
-from ui.portfolio_view import show_portfolio
+from ui.fleet_view import show_fleet
+from ui.portfolio_view import FLEET, show_jobs, show_portfolio
 from ui.sidebar import TRANSLATED_CHOICES, init_state, keep_values, sidebar
 from ui.single import METRIC_CSS, show_single
 
@@ -38,7 +39,10 @@ def main() -> None:
         if inputs is None:
             st.info(tr("fix_inputs"))
         elif inputs.portfolio_mode:
-            show_portfolio(tr, inputs)
+            asked = show_jobs(tr, inputs)  # None: no job yet
+            if asked is not None:
+                requests, answer = asked
+                (show_fleet if answer == FLEET else show_portfolio)(tr, inputs, requests)
         else:
             show_single(tr, inputs)
     finally:

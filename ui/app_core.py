@@ -194,6 +194,10 @@ def widget_defaults(cat: Catalog) -> dict[str, object]:
         "job_name": "job-1",
         "horizon_days": 0.0,
         "num_slots": 1,
+        "portfolio_answer": "on_inventory",  # the portfolio's jobs on the inventory, or rent vs buy (fleet)
+        "fleet_horizon_days": 365.0,  # a year, as examples/fleet.toml (fleet needs a horizon)
+        "fleet_num_slots": 12,  # plan_fleet's default
+        "fleet_buy": [],  # the types to buy: none until the user picks (the CLI's file names them too)
         "tco_utilisation": 0.7,
         "tco_lifetime_years": tco.lifetime_years,
         "tco_residual": tco.residual_fraction,

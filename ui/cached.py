@@ -29,7 +29,7 @@ from planner.plan import Plan
 from planner.search.ownership import TcoAssumptions
 from planner.stack_rules import RunChoices
 from planner.units import GIB
-from ui import app_core, app_jobs, app_portfolio
+from ui import app_core, app_fleet, app_jobs, app_portfolio
 from ui.calibration_upload import Calibrated, CalibrationUpload, calibrated_from_upload
 from ui.reasons import Refusal, refusal
 
@@ -161,6 +161,26 @@ def cached_portfolio(
         rented=rented,
         purchase_usd=dict(purchases),
         tco=tco,
+        calibration=None if (applied := calibration_for(calibration)) is None else applied.record,
+    )
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def cached_fleet(
+    jobs: tuple[tuple[str, str], ...],
+    ask: app_fleet.FleetAsk,
+    headroom: float,
+    stack: Stack = Stack.TRAINPLAN,
+    calibration: CalibrationUpload | None = None,
+    network: str | None = None,
+) -> app_fleet.FleetOutcome:
+    """Rent vs buy for the portfolio's jobs (``app_fleet.solve_fleet``), each estimated for the
+    sidebar's stack on its network, as ``cached_portfolio``'s."""
+    return app_fleet.solve_fleet(
+        portfolio_requests(jobs, stack, network),
+        ask,
+        settings=settings_for(headroom, stack),
+        catalog=catalog_for(calibration),
         calibration=None if (applied := calibration_for(calibration)) is None else applied.record,
     )
 

@@ -135,6 +135,9 @@ class GpuChoice:
     tco: TcoAssumptions | None = None
     left_out: tuple[str, ...] = ()  # allowed types without an offer of ``price_kind`` (not planned)
     term_filled: float = 0.0  # a reserved kind's term beyond the job that other work pays (--term-filled)
+    # the table's rent ($/h) that differs from the catalog's, in every mode: the fleet view rents at it
+    # and weighs buying against it under Buy too, where ``prices`` are the amortised owned rates
+    rents: dict[str, float] = field(default_factory=dict)
 
 
 def column_config(tr: Labels, bought: bool) -> dict:
@@ -215,6 +218,7 @@ def read_choice(
     gpus: dict[str, int | None] = {}
     prices: dict[str, float] = {}
     purchases: dict[str, float] = {}
+    rents: dict[str, float] = {}
     for gpu, row in frame[frame["allowed"].astype(bool)].iterrows():
         inventory = None if pd.isna(row["inventory"]) else int(row["inventory"])
         if inventory == 0:
@@ -222,6 +226,8 @@ def read_choice(
         gpus[str(gpu)] = inventory
         if float(row["purchase_usd"]) > 0:
             purchases[str(gpu)] = float(row["purchase_usd"])
+        if not math.isclose(float(row["usd_per_gpu_hour"]), cat.gpus[str(gpu)].price_per_gpu_hour_usd):
+            rents[str(gpu)] = float(row["usd_per_gpu_hour"])
         price = price_of(tr, cat, str(gpu), row, tco, utilisation)
         if price is None:
             return None
@@ -232,7 +238,7 @@ def read_choice(
         return None
     if tco is not None:
         st.caption(" · ".join(tr("amortised", gpu=gpu, price=price) for gpu, price in prices.items()))
-    return GpuChoice(gpus=gpus, prices=prices, purchases=purchases, tco=tco)
+    return GpuChoice(gpus=gpus, prices=prices, purchases=purchases, tco=tco, rents=rents)
 
 
 # The app's rent choices beside on-demand (the catalog's default price) and their price kinds.
@@ -263,6 +269,7 @@ def with_price_kind(tr: Labels, cat: Catalog, choice: GpuChoice, pricing: str) -
         tco=choice.tco,
         left_out=tuple(dropped),
         term_filled=filled,
+        rents={g: p for g, p in choice.rents.items() if g in priced},
     )
 
 

@@ -19,6 +19,7 @@ from planner.model.energy import power_basis_words
 from planner.model.rates import CP_FALLBACK_WORDS, KERNEL_WORDS, SDPA_CUDNN_NOTE, SDPA_SKIPS_CUDNN_NOTE
 from planner.model.settings import DEFAULT_SETTINGS
 from planner.units import HOURS_PER_YEAR
+from ui.i18n_fleet import FLEET_LABELS
 from ui.i18n_messages import MESSAGE_LABELS
 from ui.i18n_page import PAGE_LABELS
 from ui.i18n_run_losses import RUN_LOSS_LABELS
@@ -1146,6 +1147,7 @@ _LABELS: dict[str, tuple[str, str]] = {
 _LABELS.update(MESSAGE_LABELS)  # the planner's answers (ui/i18n_messages.py)
 _LABELS.update(PAGE_LABELS)  # later controls and notes (ui/i18n_page.py)
 _LABELS.update(RUN_LOSS_LABELS)  # the run-loss figures' boxes and card line (ui/i18n_run_losses.py)
+_LABELS.update(FLEET_LABELS)  # the portfolio's rent-vs-buy view (ui/i18n_fleet.py)
 LANGUAGES = tuple(LANGUAGE_NAMES)
 
 

@@ -102,14 +102,21 @@ def job_controls(tr: Labels, jobs: dict[str, str], inputs: Inputs) -> None:
         st.rerun()
 
 
-def show_portfolio(tr: Labels, inputs: Inputs) -> None:
+# The portfolio's two answers (app.py draws the chosen one): the jobs on the inventory, or what to
+# buy for them against renting (ui/fleet_view.py, ``trainplan fleet``'s answer).
+ON_INVENTORY, FLEET = "on_inventory", "fleet"
+
+
+def show_jobs(tr: Labels, inputs: Inputs) -> tuple[dict[str, PlanRequest], str] | None:
+    """The portfolio's jobs: the controls that add, update and remove them, their table, and the
+    answer asked of them (``ON_INVENTORY`` or ``FLEET``); None (with a note) while there is no job."""
     jobs: dict[str, str] = st.session_state["portfolio_jobs"]
     st.subheader(tr("portfolio"))
     st.caption(tr("portfolio_help"))
     job_controls(tr, jobs, inputs)
     if not jobs:
         st.info(tr("no_jobs"))
-        return
+        return None
     requests = {name: PlanRequest.model_validate_json(text) for name, text in jobs.items()}
     st.dataframe(
         app_core.jobs_frame(requests).rename(columns=lambda c: tr(f"col_{c}")),
@@ -124,6 +131,20 @@ def show_portfolio(tr: Labels, inputs: Inputs) -> None:
     )
     for line in jobs_run_losses_texts(tr, {name: r.run_losses for name, r in requests.items()}):
         st.caption(line)
+    answer = st.radio(
+        tr("portfolio_answer"), (ON_INVENTORY, FLEET), key="portfolio_answer", format_func=tr.option, horizontal=True
+    )
+    return requests, answer
+
+
+def jobs_risk(requests: dict[str, PlanRequest]) -> str:
+    """The quantile (or quantiles) the jobs are judged and scheduled at: each job's search's."""
+    return ", ".join(sorted({r.risk.value for r in requests.values()}))
+
+
+def show_portfolio(tr: Labels, inputs: Inputs, requests: dict[str, PlanRequest]) -> None:
+    """The jobs (``show_jobs``'s) on the sidebar's inventory."""
+    jobs: dict[str, str] = st.session_state["portfolio_jobs"]
     inventory = shared_inventory(inputs.request)
     st.caption(tr("portfolio_inventory", inventory=tr.join(f"{g} ≤ {n:,}" for g, n in inventory.items())))
     left, right = st.columns(2)
@@ -144,8 +165,7 @@ def show_portfolio(tr: Labels, inputs: Inputs) -> None:
             tuple(sorted(inputs.purchases.items())),
             inputs.tco,
         )
-    risk = ", ".join(sorted({r.risk.value for r in requests.values()}))  # each job's search's quantile
-    show_portfolio_outcome(tr, outcome, inputs, risk)
+    show_portfolio_outcome(tr, outcome, inputs, jobs_risk(requests))
 
 
 def show_portfolio_outcome(tr: Labels, outcome: PortfolioOutcome, inputs: Inputs, risk: str) -> None:

@@ -56,7 +56,7 @@ GLOBAL_BATCHES = (0, *(2**k for k in range(13, 25)))  # 0 = the planner's defaul
 # language switch lives here, so it re-sends these and the open tab of app.py's main area.
 TRANSLATED_CHOICES = (
     "model_source", "tokens_mode", "objective", "pricing", "global_batch", "ac", "why_not_gpu", "ex_ac", "attention",
-    "network",
+    "network", "portfolio_answer",
 )  # fmt: skip
 CUSTOM_FIELDS = {  # ModelSpec field -> its widget key (and label key)
     "num_layers": "custom_layers",
@@ -82,6 +82,7 @@ class Inputs:
     calibration: CalibrationUpload | None = None  # an uploaded calibration file the catalog takes
     purchases: dict[str, float] = dataclasses.field(default_factory=dict)  # the table's purchase USD per allowed type
     tco: TcoAssumptions | None = None  # the ownership assumptions (Buy mode; None: the defaults)
+    rents: dict[str, float] = dataclasses.field(default_factory=dict)  # the table's own rents (GpuChoice.rents)
     left_out: tuple[str, ...] = ()  # allowed types the price kind has no offer of (GpuChoice.left_out)
     # the stack the request runs where the sidebar's cannot (issue 27: ALiBi under megatron-lm), said
     # under the page's title (app48: drawn from the sidebar's code, it stood above the title)
@@ -450,6 +451,7 @@ def sidebar(cat: Catalog) -> tuple[Labels, Inputs | None]:
         calibration=calibration,
         purchases=gpu_choice.purchases,
         tco=gpu_choice.tco,
+        rents=gpu_choice.rents,
         left_out=gpu_choice.left_out,
         stack_note=note,
     )

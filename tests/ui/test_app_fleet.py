@@ -1,0 +1,146 @@
+"""Fleet49: the portfolio's rent-vs-buy view (ui/fleet_view.py), ``trainplan fleet``'s answer on the
+page for the jobs in the list: the three options' totals with their 80 % bands (metrics and a bar
+chart with error bars), the mixed option's terms and jobs, where buying pays off, the prices' basis
+and warnings, and an infeasible answer as the portfolio words its own; in English and Chinese, each
+figure the API's for the same jobs."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from support.app import EN, ZH, english_sentences, request_for, run_app, table
+from test_app_views import page_texts
+
+from planner.api.fleet import plan_fleet
+from planner.catalog.hardware import load_catalog
+from planner.catalog.models import get_preset
+from planner.catalog.prices import PriceBasis
+from planner.errors import InfeasiblePlan
+from planner.model.settings import DEFAULT_SETTINGS
+from planner.search.fleet_plan import FleetPlan
+from planner.search.ownership import TcoAssumptions
+from planner.units import SECONDS_PER_DAY
+from ui.app_core import Infeasible, money
+from ui.app_fleet import FleetAsk, fleet_options, fleet_requests
+from ui.fleet_figures import options_figure
+from ui.infeasible_words import infeasible_text
+
+CATALOG = load_catalog()
+H100_USD = CATALOG.gpu("h100-sxm").purchase_price_usd
+# one 2T-token llama3-8b job (about 90 days on 32 H100) over a 120-day horizon: buying pays off
+JOB = dict(preset="llama3-8b", tokens_mode="absolute", tokens_billions=2000.0, deadline_days=120.0)
+HORIZON_DAYS = 120.0
+
+
+def fleet_page(tr, job=JOB, buy=("h100-sxm",), **state):
+    """The portfolio page with one job, "chat", added and the rent-vs-buy answer asked for ``buy``."""
+    at = run_app(lang=tr.lang, portfolio_mode=True, fleet_horizon_days=HORIZON_DAYS, **job, **state)
+    at.text_input(key="job_name").set_value("chat")
+    at.button(key="add_job").click().run()
+    at.radio(key="portfolio_answer").set_value("fleet").run()
+    at.multiselect(key="fleet_buy").set_value(list(buy)).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def api_fleet(deadline_days=120.0, rents=None):
+    """``plan_fleet`` for the page's job, asked directly: the answer the page must show."""
+    request = request_for(get_preset("llama3-8b"), training_tokens=2e12, deadline_days=deadline_days)
+    if rents:
+        request = request.model_copy(update={"price_overrides": rents})
+    return plan_fleet({"chat": request}, {"h100-sxm": H100_USD}, HORIZON_DAYS, settings=DEFAULT_SETTINGS,
+                      rent_usd_per_gpu_hour=rents)  # fmt: skip
+
+
+@pytest.mark.parametrize("tr", [EN, ZH])
+def test_the_fleet_view_shows_the_apis_answer_in_the_pages_language(tr):
+    solution = api_fleet()
+    assert solution.mixed.purchased == {"h100-sxm": 32}  # the case: the mixed answer buys
+    at = fleet_page(tr)
+    metrics = {m.label: (m.value, m.delta) for m in at.metric}
+    names = {"mixed": "fleet_option_mixed", "rent_only": "fleet_option_rent_only", "buy_only": "fleet_option_buy_only"}
+    for key, p in fleet_options(solution):
+        lo, hi = p.total_band()
+        value, band = metrics[tr("fleet_total", option=tr(names[key]), risk="p80")]
+        assert (value, band) == (money(p.total_cost_usd), tr("card_band", lo=money(lo), hi=money(hi)))
+    (chart,) = [json.loads(c.proto.spec) for c in at.get("plotly_chart") if "chart_fleet_options" in c.proto.id]
+    bars = chart["data"][0]
+    assert bars["y"] == pytest.approx([p.total_cost_usd for _, p in fleet_options(solution)])
+    assert bars["error_y"]["array"][0] == pytest.approx(solution.mixed.total_band()[1] - solution.mixed.total_cost_usd)
+    texts = page_texts(at)
+    mixed = solution.mixed
+    assert tr("fleet_split_rent", option=tr("fleet_option_mixed"), ownership=money(mixed.ownership_cost_usd),
+              power=money(mixed.running_cost_usd), rent=money(mixed.rent_cost_usd),
+              total=money(mixed.total_cost_usd)) in texts  # fmt: skip
+    (b,) = solution.break_even
+    assert tr("fleet_break_even", gpu="h100-sxm", share=b.break_even_utilisation, rent=5.07) in [
+        t.removeprefix("- ") for t in texts
+    ]
+    basis = tr("fleet_rate", gpu="h100-sxm", rate=5.07, basis=tr("price_basis_catalog"))
+    assert tr("fleet_rates", what=tr("fleet_rate_rent"), rates=basis) in texts
+    (a,) = mixed.assignments
+    schedule = table(at, tr("col_days_at_risk", risk="p80"))
+    assert list(schedule[tr("col_held")]) == [tr("held_owned")]
+    assert schedule[tr("col_days_at_risk", risk="p80")][0] == pytest.approx((a.end_s - a.start_s) / SECONDS_PER_DAY)
+    costs = table(at, tr("col_fleet_cost", risk="p80"))
+    assert costs[tr("col_fleet_cost", risk="p80")][0] == pytest.approx(a.cost_usd)
+    assert costs[tr("col_cost_p90_usd")][0] == pytest.approx(a.banded(a.cost_usd)[1])
+    timeline = [json.loads(c.proto.spec) for c in at.get("plotly_chart") if "chart_fleet_owned" in c.proto.id]
+    assert [t["y"] for t in timeline[0]["data"]] == [["chat"]]
+    if tr is ZH:  # the page's language throughout
+        left = [(text, english_sentences(text)) for text in texts if english_sentences(text)]
+        assert not left, left[:5]
+
+
+@pytest.mark.parametrize("tr", [EN, ZH])
+def test_an_infeasible_fleet_is_worded_as_the_portfolios_answer(tr):
+    """A deadline no fleet meets: the page says the API's answer as the portfolio view says its own
+    (``infeasible_text`` of the planner's record), and shows no totals."""
+    with pytest.raises(InfeasiblePlan) as caught:
+        api_fleet(deadline_days=0.1)
+    at = fleet_page(tr, job={**JOB, "deadline_days": 0.1})
+    request = request_for(get_preset("llama3-8b"), training_tokens=2e12, deadline_days=0.1)
+    assert infeasible_text(tr, Infeasible.of(caught.value), request) in [w.value for w in at.warning]
+    assert not at.metric and not at.get("plotly_chart")
+
+
+def test_under_buy_the_fleet_rents_at_the_tables_rent_not_the_amortised_price():
+    """Buy pricing turns the request's prices into owned rates; the fleet still rents at the GPU
+    table's $/h (``GpuChoice.rents``), said as the user's price, with the API's totals."""
+    at = fleet_page(EN, pricing="bought", prices={"h100-sxm": 3.0})
+    solution = api_fleet(rents={"h100-sxm": 3.0})
+    assert solution.prices["h100-sxm"].basis is PriceBasis.USER
+    basis = EN("fleet_rate", gpu="h100-sxm", rate=3.0, basis=EN("price_basis_user"))
+    assert EN("fleet_rates", what=EN("fleet_rate_rent"), rates=basis) in [c.value for c in at.caption]
+    label = EN("fleet_total", option=EN("fleet_option_rent_only"), risk="p80")
+    assert {m.label: m.value for m in at.metric}[label] == money(solution.rent_only.total_cost_usd)
+
+
+def test_the_view_asks_for_types_to_buy_before_it_solves():
+    at = run_app(portfolio_mode=True)
+    at.button(key="add_job").click().run()
+    at.radio(key="portfolio_answer").set_value("fleet").run()
+    assert EN("fleet_pick_buy") in [i.value for i in at.info] and not at.metric
+
+
+def test_fleet_requests_run_every_job_on_every_type_at_one_price_basis():
+    """Each job may run on each allowed type and each type to buy, with no count, at the ask's rents
+    and price kind: its own stored prices replaced (a job added under Buy carried owned rates)."""
+    stored = request_for(price_overrides={"h100-sxm": 1.23}, gpus={"h100-sxm": 8})
+    ask = FleetAsk(buy=(("b200", 40_000.0),), horizon_days=30.0, num_slots=4, gpus=("h100-sxm",),
+                   rents=(("h100-sxm", 2.5),), price_kind="spot", tco=TcoAssumptions())  # fmt: skip
+    (request,) = fleet_requests({"a": stored}, ask).values()
+    assert request.gpus == {"h100-sxm": None, "b200": None}
+    assert (request.price_overrides, request.price_kind) == ({"h100-sxm": 2.5}, "spot")
+
+
+def test_the_options_chart_draws_each_total_with_its_80_percent_band():
+    solution = api_fleet()
+    options: list[tuple[str, FleetPlan]] = [(key, p) for key, p in fleet_options(solution)]
+    (bars,) = options_figure(options, EN, "p80").data
+    for i, (_, p) in enumerate(options):
+        lo, hi = p.total_band()
+        assert bars.y[i] == pytest.approx(p.total_cost_usd)
+        assert bars.error_y.array[i] == pytest.approx(hi - p.total_cost_usd)
+        assert bars.error_y.arrayminus[i] == pytest.approx(p.total_cost_usd - lo)

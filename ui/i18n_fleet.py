@@ -1,0 +1,152 @@
+"""Labels of the portfolio's rent-vs-buy (fleet) view (ui/fleet_view.py), in English and Chinese.
+
+Same shape as ``ui.i18n``'s table (key -> (English, 中文)), merged into it; kept apart because
+ui/i18n.py is over the module size (CONTRIBUTING.md). A dollar sign stands before a figure only
+(Streamlit reads "$...$" around other text as math).
+"""
+
+from __future__ import annotations
+
+FLEET_LABELS: dict[str, tuple[str, str]] = {
+    # the portfolio's two answers (sidebar.TRANSLATED_CHOICES keeps the choice across a language switch)
+    "portfolio_answer": ("Plan the jobs", "规划方式"),
+    "opt_on_inventory": ("on the inventory", "基于现有库存"),
+    "opt_fleet": ("rent or buy (fleet)", "租用还是购买（机队）"),
+    "fleet_title": ("Rent or buy", "租用还是购买"),
+    "fleet_help": (
+        "How many GPUs of each type to buy for these jobs over the horizon, against renting them (trainplan"
+        " fleet). Each job may run on every allowed GPU type. Rent: the GPU table's $/h, or the pricing kind"
+        " chosen; purchase: the table's purchase column (editable under Buy, whose ownership assumptions set"
+        " the owned cost).",
+        "在规划期内为这些任务购买每种 GPU 多少块，并与租用比较（trainplan fleet）。每个任务可使用任一允许的 GPU"
+        " 型号。租价：GPU 表中的每小时价格或所选的计价方式；购买价：GPU 表的购买价一栏（在“购买”计价下可编辑，"
+        "其持有成本假设决定自有 GPU 的成本）。",
+    ),
+    "fleet_horizon_days": ("Horizon (days)", "规划期（天）"),
+    "fleet_num_slots": ("Start-time slots", "开始时间槽数"),
+    "fleet_buy": ("GPU types to buy", "可购买的 GPU 型号"),
+    "fleet_buy_help": (
+        "The types the fleet may buy, each at the GPU table's purchase price; the others are rented.",
+        "机队可以购买的型号，按 GPU 表中的购买价计；其余型号租用。",
+    ),
+    "fleet_buy_option": ("{gpu} ({price} each)", "{gpu}（每块 {price}）"),
+    "fleet_pick_buy": (
+        "Pick the GPU types to buy: the fleet weighs buying them against renting.",
+        "请选择可购买的 GPU 型号：机队会将购买与租用进行比较。",
+    ),
+    "fleet_no_purchase": (
+        "No allowed GPU type has a purchase price: give one in the GPU table's purchase column (under Buy).",
+        "没有任何允许的 GPU 型号带有购买价：请在 GPU 表的购买价一栏中填写（“购买”计价下）。",
+    ),
+    "fleet_counts_ignored": (
+        "The fleet sizes what to buy and ignores the GPU table's max ({gpus}).",
+        "机队自行确定购买数量，忽略 GPU 表中的上限（{gpus}）。",
+    ),
+    "fleet_budget_ignored": (
+        "The fleet sizes what to buy and ignores the jobs' budgets ({jobs}); on the inventory, a budget bounds a job's rent.",
+        "机队自行确定购买数量，忽略任务的预算（{jobs}）；基于现有库存规划时，预算限制任务的租用费用。",
+    ),
+    "fleet_tco_default": (
+        "Owned GPUs at the default ownership assumptions: choose Buy under pricing to edit them.",
+        "自有 GPU 按默认持有成本假设计算：在计价方式中选择“购买”即可编辑。",
+    ),
+    # the three options (a reserved price kind's "reserve only" in place of "rent only")
+    "fleet_option_mixed": ("mixed", "混合"),
+    "fleet_option_rent_only": ("rent only", "只租用"),
+    "fleet_option_reserve_only": ("reserve only", "只预留"),
+    "fleet_option_buy_only": ("buy only", "只购买"),
+    "fleet_total": ("{option}: total at {risk}", "{option}：{risk} 分位总成本"),
+    "fleet_chart": (
+        "Each option's total at {risk}, with its 80 % band (every job at its band's ends)",
+        "各方案 {risk} 分位总成本及其 80% 区间（各任务取其区间两端）",
+    ),
+    "axis_fleet_total": ("total over the horizon (USD)", "规划期内总成本（美元）"),
+    # the mixed (chosen) option's cost terms and what it holds
+    "fleet_split_rent": (
+        "{option}: ownership {ownership} + busy power {power} + rent {rent} = {total}.",
+        "{option}：持有成本 {ownership} + 运行电费 {power} + 租金 {rent} = {total}。",
+    ),
+    "fleet_split_reserved": (
+        "{option}: ownership {ownership} + busy power {power} + reserved terms {reserved} = {total}.",
+        "{option}：持有成本 {ownership} + 运行电费 {power} + 预留期限费用 {reserved} = {total}。",
+    ),
+    "fleet_bought": (
+        "Bought: {gpus}, for {outlay} up front; the {owned:,} owned GPUs are busy {busy:.0%} of the {days:,.0f} days.",
+        "购买：{gpus}，一次性支出 {outlay}；{owned:,} 块自有 GPU 在 {days:,.0f} 天中有 {busy:.0%} 的时间在运行。",
+    ),
+    "fleet_bought_none": ("{option} buys no GPU.", "{option}不购买任何 GPU。"),
+    "fleet_reserved_held": (
+        "Reserved: {gpus} for {terms} whole term(s) of {kind}, busy {busy:.0%} of the {days:,.0f} days they bill.",
+        "预留：{gpus}，{kind} 的 {terms} 个完整期限，在计费的 {days:,.0f} 天中有 {busy:.0%} 的时间在运行。",
+    ),
+    "fleet_ownership": (
+        "A total counts each bought GPU's purchase straight-line over {years:g} years to a {residual:.0%} resale"
+        " value for the {days:,.0f} days{capital}, plus hosting, staff and power: not the outlay, which a shorter"
+        " life or no resale would charge more of.",
+        "总成本按 {years:g} 年直线折旧至 {residual:.0%} 残值计入每块所购 GPU 在这 {days:,.0f} 天内的份额{capital}，"
+        "另加托管、人员和电费：并非一次性支出；使用年限更短或没有残值时，计入的份额会更多。",
+    ),
+    "fleet_capital": (
+        ", and {rate:.0%} a year on its average book value (cost of capital)",
+        "，并按平均账面价值每年计 {rate:.0%} 的资金成本",
+    ),
+    "fleet_no_capital": (", no cost of capital", "，不计资金成本"),
+    "fleet_lifetimes": (
+        " The horizon is {lives:.1f} lifetimes, so the total counts replacing them as they age out, which the outlay (one purchase) does not show.",
+        "规划期为 {lives:.1f} 个使用年限，总成本因此包含到期更换，而一次性支出（一次购买）并不体现。",
+    ),
+    "fleet_slots": (
+        "Approximate: jobs on held GPUs start at one of {slots} slots of {days:,.1f} days; more slots may find a"
+        " cheaper fleet, at more solve time.",
+        "近似结果：使用自有或预留 GPU 的任务只能在 {slots} 个时间槽（每个 {days:,.1f} 天）之一开始；"
+        "更多时间槽可能找到更便宜的机队，但求解更慢。",
+    ),
+    "fleet_rates": ("{what} per GPU-hour: {rates}.", "每 GPU 小时{what}：{rates}。"),
+    "fleet_rate_rent": ("Rent", "租价"),
+    "fleet_rate_reserved": ("{kind} rate", "{kind} 价格"),
+    "fleet_rate": ("{gpu} ${rate:,.2f} ({basis})", "{gpu} ${rate:,.2f}（{basis}）"),
+    "fleet_held_only": (
+        "{gpus}: no offer of the price kind and no rate given, so bought or not held, never rented or reserved.",
+        "{gpus}：没有该计价方式的报价，也未给出价格，因此只能购买或不用，不会租用或预留。",
+    ),
+    # the mixed option, job by job
+    "fleet_timeline": (
+        "Jobs on owned GPUs (mixed), days at {risk}",
+        "使用自有 GPU 的任务（混合方案），{risk} 分位天数",
+    ),
+    "fleet_none_owned": (
+        "The mixed answer runs no job on owned GPUs.",
+        "混合方案没有任务使用自有 GPU。",
+    ),
+    "fleet_jobs": ("Schedule of each job (mixed)", "各任务排程（混合方案）"),
+    "fleet_job_costs": ("Cost of each job (mixed)", "各任务费用（混合方案）"),
+    "col_held": ("held", "持有方式"),
+    "held_owned": ("owned", "自有"),
+    "held_rented": ("rented", "租用"),
+    "held_reserved": ("reserved", "预留"),
+    "col_fleet_cost": ("cost at {risk} (USD)", "{risk} 分位费用（美元）"),
+    "col_fleet_cost_help": (
+        "Busy power on owned GPUs, rent on rented ones, nothing on reserved ones (their terms pay it).",
+        "自有 GPU 计运行电费，租用 GPU 计租金，预留 GPU 不另计（由预留期限支付）。",
+    ),
+    "fleet_hover_days": ("day {start:,.1f}–{end:,.1f} at {risk}", "第 {start:,.1f}–{end:,.1f} 天（{risk} 分位）"),
+    # where buying pays off, per type to buy
+    "fleet_break_even_title": ("Where buying pays off", "何时购买更划算"),
+    "fleet_break_even": (
+        "{gpu}: buying pays off above {share:.0%} utilisation (rent ${rent:,.2f} per GPU-hour).",
+        "{gpu}：利用率高于 {share:.0%} 时购买更划算（租价每 GPU 小时 ${rent:,.2f}）。",
+    ),
+    "fleet_never_pays": (
+        "{gpu}: buying never pays off at ${rent:,.2f} rent per GPU-hour, even 100 % busy.",
+        "{gpu}：租价为每 GPU 小时 ${rent:,.2f} 时，即使 100% 运行，购买也不划算。",
+    ),
+    "fleet_vs_reserved_below": (
+        "{gpu}: buying is cheaper below {share:.0%} busy (its power is extra), reserving above.",
+        "{gpu}：运行时间低于 {share:.0%} 时购买更便宜（电费另计），高于则预留更便宜。",
+    ),
+    "fleet_vs_reserved_buy": ("{gpu}: buying is cheaper at any utilisation.", "{gpu}：任何利用率下购买都更便宜。"),
+    "fleet_vs_reserved_reserve": (
+        "{gpu}: reserving is cheaper at any utilisation.",
+        "{gpu}：任何利用率下预留都更便宜。",
+    ),
+}
