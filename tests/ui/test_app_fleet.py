@@ -19,11 +19,13 @@ from planner.catalog.prices import PriceBasis
 from planner.errors import InfeasiblePlan
 from planner.model.settings import DEFAULT_SETTINGS
 from planner.search.fleet_plan import FleetPlan
+from planner.search.held_warnings import DearerHeldPrice, EstimatedHeldPrice
 from planner.search.ownership import TcoAssumptions
 from planner.units import SECONDS_PER_DAY
 from ui.app_core import Infeasible, money
 from ui.app_fleet import FleetAsk, fleet_options, fleet_requests
 from ui.fleet_figures import options_figure
+from ui.held_price_texts import held_price_text
 from ui.infeasible_words import infeasible_text
 
 CATALOG = load_catalog()
@@ -35,7 +37,8 @@ HORIZON_DAYS = 120.0
 
 def fleet_page(tr, job=JOB, buy=("h100-sxm",), **state):
     """The portfolio page with one job, "chat", added and the rent-vs-buy answer asked for ``buy``."""
-    at = run_app(lang=tr.lang, portfolio_mode=True, fleet_horizon_days=HORIZON_DAYS, **job, **state)
+    state.setdefault("fleet_horizon_days", HORIZON_DAYS)
+    at = run_app(lang=tr.lang, portfolio_mode=True, **job, **state)
     at.text_input(key="job_name").set_value("chat")
     at.button(key="add_job").click().run()
     at.radio(key="portfolio_answer").set_value("fleet").run()
@@ -144,3 +147,23 @@ def test_the_options_chart_draws_each_total_with_its_80_percent_band():
         assert bars.y[i] == pytest.approx(p.total_cost_usd)
         assert bars.error_y.array[i] == pytest.approx(hi - p.total_cost_usd)
         assert bars.error_y.arrayminus[i] == pytest.approx(p.total_cost_usd - lo)
+
+
+@pytest.mark.parametrize("tr", [EN, ZH])
+def test_the_fleet_says_the_clis_price_warnings_in_the_pages_language(tr):
+    """The typed warnings ``with_prices`` gives (planner/search/held_warnings.py): the mixed answer
+    renting MI325X at one provider's rate, and H100 reserved-1y above its on-demand median; each
+    worded as the portfolio words them (``held_price_text``)."""
+    gpus = ["h100-sxm", "mi325x"]
+    at = fleet_page(tr, job={"preset": "llama3-8b"}, gpus=gpus, fleet_horizon_days=365.0)
+    request = request_for(get_preset("llama3-8b"), gpus=dict.fromkeys(gpus))
+    (warning,) = plan_fleet({"chat": request}, {"h100-sxm": H100_USD}, 365.0, settings=DEFAULT_SETTINGS).price_warnings
+    assert isinstance(warning, EstimatedHeldPrice) and warning.price.gpu == "mi325x"
+    assert held_price_text(tr, warning) in [w.value for w in at.warning]
+    at = fleet_page(tr, job={"preset": "llama3-8b"}, gpus=["h100-sxm"], pricing="reserved_1y")
+    reserved = request_for(get_preset("llama3-8b"), gpus={"h100-sxm": None}, price_kind="reserved-1y")
+    solution = plan_fleet({"chat": reserved}, {"h100-sxm": H100_USD}, HORIZON_DAYS, settings=DEFAULT_SETTINGS)
+    (dearer,) = solution.price_warnings
+    assert isinstance(dearer, DearerHeldPrice) and held_price_text(tr, dearer) in [w.value for w in at.warning]
+    label = tr("fleet_total", option=tr("fleet_option_reserve_only"), risk="p80")  # no rent under a reserved kind
+    assert {m.label: m.value for m in at.metric}[label] == money(solution.rent_only.total_cost_usd)
