@@ -38,6 +38,36 @@ def error_pct(measured: float | None, predicted: float | None) -> float | None:
     return 100.0 * (predicted - measured) / measured
 
 
+class BandCheck(BaseModel):
+    """A predicted figure's 80 % band (``Estimate.uncertainty``: low, high) and whether the measured
+    figure lies within it (trial s49 M1: "+12 %" alone did not say whether the planner had promised
+    better). ``inside`` is None where nothing comparable was measured (a CPU, another GPU, or no
+    measurement): a band is the plan's GPU's, so only that GPU's figure is checked against it."""
+
+    model_config = FROZEN
+    low: float
+    high: float
+    inside: bool | None = None
+
+    @classmethod
+    def of(cls, band: tuple[float, float], measured: float | None) -> BandCheck:
+        inside = None if measured is None else band[0] <= measured <= band[1]
+        return cls(low=band[0], high=band[1], inside=inside)
+
+
+class BandChecks(BaseModel):
+    """The plan's bands of the figures a report measures, with their checks (None: the plan has no
+    band for it, or the report does not measure it; plan files before the bands have none). The
+    memory band is the reserved peak's (``MemoryBand``): the allocated peak has none."""
+
+    model_config = FROZEN
+    coverage: float | None = None  # the bands' coverage (0.8)
+    step_s: BandCheck | None = None
+    tokens_per_s: BandCheck | None = None
+    mfu: BandCheck | None = None
+    reserved_gib: BandCheck | None = None
+
+
 # ----------------------------------------------------------------------------- validation.json
 
 
@@ -66,6 +96,7 @@ class ValidationReport(_Report):
     measured_gpu: str | None = None
     comparable: bool
     error_pct: ProbeFigures
+    band: BandChecks = BandChecks()  # absent from reports written before it
     reserved_gib: PredictedMeasured
     capacity_gib: float | None = None
     probe_steps: int
@@ -75,19 +106,22 @@ class ValidationReport(_Report):
 
 
 class RunFigures(BaseModel):
-    """Step time, throughput, peak allocated memory and MFU (predicted, measured, or error in %)."""
+    """Step time, throughput, peak allocated memory, MFU and peak reserved memory (predicted,
+    measured, or error in %); ``reserved_gib`` is the figure the plan's memory band is of."""
 
     model_config = FROZEN
     step_s: float | None = None
     tokens_per_s: float | None = None
     peak_gib: float | None = None
     mfu: float | None = None
+    reserved_gib: float | None = None  # None in reports written before it
 
 
 class Losses(BaseModel):
     model_config = FROZEN
     final_train: float | None = None
     final_val: float | None = None
+    final_val_step: int | None = None  # the step final_val was evaluated at (None: before it was recorded)
     test: float | None = None
     test_perplexity: float | None = None
 
@@ -98,12 +132,16 @@ class RunReport(_Report):
     predicted: RunFigures
     measured: RunFigures
     error_pct: RunFigures
+    band: BandChecks = BandChecks()  # as ValidationReport's
     device: str
     measured_gpu: str | None = None  # as ValidationReport's
     comparable: bool
     losses: Losses
     steps_done: int
-    outcome: str  # completed, stopped (at run --steps), early_stopped, preempted, interrupted (Ctrl-C), diverged
+    # completed, stopped (at run --steps), early_stopped, preempted, interrupted (Ctrl-C), diverged;
+    # failed / peer_lost: written by `trainplan run` after a launch whose workers wrote none (a worker
+    # killed or crashed, a lost peer), steps_done then the newest checkpoint's step, where a rerun resumes
+    outcome: str
     bad_steps: int
     # The job's wall time over every launch, each counted up to its last checkpoint (a launch's time
     # after it is lost with its steps); in reports written before launch_wall_s, the last launch's.

@@ -19,6 +19,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +28,7 @@ from planner.errors import DiskFullError, ExitCode, JobDirLockedError
 from planner.fmt import counted, one_line
 from trainer.files import CHECKED_SHARDS_ENV, CHECKPOINT_DIR, EXIT_STATUS_FILE, check_writable_dir
 from trainer.job_spec import JobSpec, check_estimate_current, checked_job, run_problem
+from trainer.launch_report import report_failed_launch, report_stamp
 from trainer.locks import check_no_workers, job_lock
 from trainer.log import setup_logging
 from trainer.preemption import Interrupted, signals_interrupt
@@ -401,7 +403,10 @@ def _start_workers(job_dir: Path, spec: JobSpec, launch: NodeLaunch, lock_fd: in
         print(f"trainplan: node {launch.node_rank} of {launch.nodes(spec)}: waiting at {launch.rdzv_endpoint}"
               " until every node joins", file=sys.stderr, flush=True)  # fmt: skip
     data_env = checked_data_env(job_dir, spec, launch.node_rank)
+    report_before, started = report_stamp(job_dir), time.monotonic()
     code = worker_exit_code(job_dir, run_child(command, keep_fds=(lock_fd,), extra_env=data_env))
+    if launch.node_rank == 0:  # rank 0's node writes the reports
+        report_failed_launch(job_dir, spec, launch.device, code, report_before, time.monotonic() - started)
     if code == KILLED:  # trial s25: exit 137 with no line of the launcher's own
         print(
             "trainplan: torchrun was killed (SIGKILL: an operator or the kernel's OOM killer); its workers"

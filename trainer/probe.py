@@ -25,6 +25,8 @@ from planner.model.memory import fits, usable_capacity
 from planner.model.settings import DEFAULT_SETTINGS
 from planner.plan import Plan
 from planner.reports import (
+    BandCheck,
+    BandChecks,
     Losses,
     MemoryFigures,
     PredictedMeasured,
@@ -36,8 +38,9 @@ from planner.reports import (
     error_pct,
 )
 from planner.units import GIB
-from trainer.files import REPLAN_FILE, REPORT_FILE, write_json_atomic
+from trainer.files import CHECKPOINT_DIR, REPLAN_FILE, REPORT_FILE, list_checkpoints, write_json_atomic
 from trainer.job_spec import RunSettings, check_estimate_current, memory_headroom, run_problem
+from trainer.run_state import Outcome
 
 # The CUDA context lives outside the caching allocator: the planner's fit rule adds it to the
 # reserved memory (planner.model.settings.cuda_context_bytes), and so do the checks here.
@@ -168,15 +171,36 @@ def comparable_run(plan: Plan, device_type: str, gpu: str | None) -> bool:
     return device_type == "cuda" and gpu == plan.gpu
 
 
+def band_checks(plan: Plan, measured: RunFigures, comparable: bool) -> BandChecks:
+    """The plan's 80 % bands (``Estimate.uncertainty``) of ``measured``'s figures, each checked
+    against its measured figure where the run is ``comparable`` (a figure not measured, such as the
+    probe's tokens/s: the band alone)."""
+    u = plan.estimate.uncertainty
+    if u is None:  # a plan file written before the bands
+        return BandChecks()
+
+    def check(band: tuple[float, float] | None, value: float | None) -> BandCheck | None:
+        return None if band is None else BandCheck.of(band, value if comparable else None)
+
+    return BandChecks(
+        coverage=u.coverage,
+        step_s=check(u.step_s, measured.step_s),
+        tokens_per_s=check(u.tokens_per_s, measured.tokens_per_s),
+        mfu=check(u.mfu, measured.mfu),
+        reserved_gib=check(None if u.memory is None else u.memory.reserved_gib, measured.reserved_gib),
+    )
+
+
 def write_validation(
     job_dir: Path, plan: Plan, step_times: list[float], memory: MemoryReading, device_type: str, gpu: str | None
 ) -> ValidationReport:
     """Predicted vs measured after the probe. Off CUDA, or on another GPU than the plan's
     (``gpu``: ``measured_gpu``), the timings are recorded but not compared (``error_pct`` null,
-    ``comparable`` false)."""
+    ``comparable`` false, no band checked)."""
     predicted = ProbeFigures(peak_gib=plan.estimate.memory.peak_gib, step_s=plan.estimate.time.step_s)
     measured = ProbeFigures(peak_gib=memory.peak_gib, step_s=typical_step_s(step_times))
     comparable = comparable_run(plan, device_type, gpu)
+    banded = RunFigures(step_s=measured.step_s, reserved_gib=memory.reserved_gib)
     report = ValidationReport(
         predicted=predicted,
         measured=measured,
@@ -187,6 +211,7 @@ def write_validation(
             peak_gib=error_pct(measured.peak_gib, predicted.peak_gib) if comparable else None,
             step_s=error_pct(measured.step_s, predicted.step_s) if comparable else None,
         ),
+        band=band_checks(plan, banded, comparable),
         reserved_gib=PredictedMeasured(predicted=plan.estimate.memory.reserved_gib, measured=memory.reserved_gib),
         capacity_gib=memory.capacity_gib,
         probe_steps=len(step_times),
@@ -255,10 +280,12 @@ class RunSummary:
     launch_wall_s: float  # this launch's
     measured_steps: int = 0  # the job's warm steps the timings come from (job_step_times)
     measured_warmup_only: bool = False  # no warm step yet: the one step timed is a warm-up
+    reserved_gib: float | None = None  # the reserved peak (max_memory_reserved): the memory band's figure
+    final_val_step: int | None = None  # the step final_val_loss was evaluated at
 
 
-def write_report(job_dir: Path, plan: Plan, summary: RunSummary, device_type: str, gpu: str | None) -> RunReport:
-    """report.json; compared with the plan only on its GPU (``comparable_run``)."""
+def run_report(plan: Plan, summary: RunSummary, device_type: str, gpu: str | None) -> RunReport:
+    """The run's report; compared with the plan (errors, bands) only on its GPU (``comparable_run``)."""
     est = plan.estimate
     comparable = comparable_run(plan, device_type, gpu)
     predicted = RunFigures(
@@ -266,21 +293,28 @@ def write_report(job_dir: Path, plan: Plan, summary: RunSummary, device_type: st
         tokens_per_s=est.throughput.tokens_per_s,
         peak_gib=est.memory.peak_gib,
         mfu=est.throughput.mfu,
+        reserved_gib=est.memory.reserved_gib,
     )
     measured = RunFigures(
-        step_s=summary.step_s, tokens_per_s=summary.tokens_per_s, peak_gib=summary.peak_gib, mfu=summary.mfu
+        step_s=summary.step_s,
+        tokens_per_s=summary.tokens_per_s,
+        peak_gib=summary.peak_gib,
+        mfu=summary.mfu,
+        reserved_gib=summary.reserved_gib,
     )
     errors = {name: error_pct(getattr(measured, name), value) if comparable else None for name, value in predicted}
-    report = RunReport(
+    return RunReport(
         predicted=predicted,
         measured=measured,
         error_pct=RunFigures(**errors),
+        band=band_checks(plan, measured, comparable),
         device=device_type,
         measured_gpu=gpu,
         comparable=comparable,
         losses=Losses(
             final_train=summary.final_train_loss,
             final_val=summary.final_val_loss,
+            final_val_step=summary.final_val_step,
             test=summary.test_loss,
             test_perplexity=summary.test_perplexity,
         ),
@@ -294,12 +328,45 @@ def write_report(job_dir: Path, plan: Plan, summary: RunSummary, device_type: st
         layout=plan.layout.describe(),
         gpu=plan.gpu,
     )
+
+
+def write_report(job_dir: Path, plan: Plan, summary: RunSummary, device_type: str, gpu: str | None) -> RunReport:
+    """report.json (``run_report``)."""
+    report = run_report(plan, summary, device_type, gpu)
     write_json_atomic(Path(job_dir) / REPORT_FILE, report.model_dump(mode="json"))
     return report
 
 
+def write_failed_report(
+    job_dir: Path, plan: Plan, outcome: Outcome, device_type: str, launch_wall_s: float
+) -> RunReport:
+    """report.json after a launch whose workers wrote none (a worker killed or crashed, a lost peer:
+    trial s49 L2, the earlier launch's "preempted at step 13" stood after a kill at step 17): the
+    outcome and the newest checkpoint's step, where a rerun resumes. Nothing is measured here (the
+    launcher holds no timings; metrics.jsonl has each step's); the job's wall time before this
+    launch is in the checkpoint, so ``wall_s`` is this launch's."""
+    saved = list_checkpoints(Path(job_dir) / CHECKPOINT_DIR)
+    steps_done = saved[-1][0] if saved else 0
+    summary = RunSummary(
+        steps_done=steps_done,
+        outcome=outcome.value,
+        step_s=None,
+        tokens_per_s=None,
+        mfu=None,
+        peak_gib=None,
+        final_train_loss=None,
+        final_val_loss=None,
+        test_loss=None,
+        test_perplexity=None,
+        bad_steps=0,
+        wall_s=launch_wall_s,
+        launch_wall_s=launch_wall_s,
+    )
+    return write_report(job_dir, plan, summary, device_type, None)
+
+
 # RunFigures' fields; MFU in percent, as plan and estimate print it (trial s33: "0.003" beside "0.3%")
-REPORT_FORMATS = {"step_s": ".3f", "tokens_per_s": ",.0f", "peak_gib": ".2f", "mfu": ".1%"}
+REPORT_FORMATS = {"step_s": ".3f", "tokens_per_s": ",.0f", "peak_gib": ".2f", "mfu": ".1%", "reserved_gib": ".2f"}
 # ... and their rows' words, with units (trial s45: "peak_gib 0.16" beside the job README's "0.7 GiB
 # reserved" did not say it was the allocated peak, nor "tokens_per_s" that it was the whole job's)
 REPORT_LABELS = {
@@ -307,7 +374,35 @@ REPORT_LABELS = {
     "tokens_per_s": "tokens/s, job",
     "peak_gib": "allocated peak, GiB",
     "mfu": "MFU",
+    "reserved_gib": "reserved peak, GiB",
 }
+# the outcomes `trainplan run` writes for a launch whose workers wrote no report (write_failed_report)
+FAILED_OUTCOMES = (Outcome.FAILED, Outcome.PEER_LOST)
+
+
+def shown(value: float | None, fmt: str) -> str:
+    return "-" if value is None else format(value, fmt)
+
+
+def with_band(value: float | None, check: BandCheck | None, fmt: str, unit: str = "") -> str:
+    """'0.048 s (0.041-0.056)': a predicted figure, its unit and its 80 % band, as precise as the figure."""
+    if value is None or check is None:
+        return shown(value, fmt) + unit
+    return f"{format(value, fmt)}{unit} ({format(check.low, fmt)}-{format(check.high, fmt)})"
+
+
+def band_words(check: BandCheck | None) -> str:
+    """', inside the plan's band' (or outside) where a comparable figure was checked, else ''."""
+    if check is None or check.inside is None:
+        return ""
+    return f", {'inside' if check.inside else 'outside'} the plan's band"
+
+
+def band_verdict(check: BandCheck | None) -> str:
+    """The "in band" cell: yes / no, '-' where nothing comparable was measured, '' without a band."""
+    if check is None:
+        return ""
+    return "-" if check.inside is None else ("yes" if check.inside else "no")
 
 
 def wall_words(report: RunReport) -> str:
@@ -327,29 +422,45 @@ def timing_line(report: RunReport) -> str:
     return f"step time measured over {steps}; memory peak of this launch (metrics.jsonl holds every step)"
 
 
-def format_report(report: RunReport) -> str:
-    def show(value, fmt):
-        return "-" if value is None else format(value, fmt)
-
-    lines = [
-        f"run {report.outcome} at step {report.steps_done} ({wall_words(report)}), layout {report.layout}",
-        timing_line(report),
-        f"{'':20}{'predicted':>12}{'measured':>12}{'error':>9}",
-    ]
+def _head_lines(report: RunReport) -> list[str]:
+    """The outcome, where the figures come from and why some are not compared."""
+    if report.outcome in FAILED_OUTCOMES:
+        resume = (
+            f"newest checkpoint at step {report.steps_done}, where a rerun resumes"
+            if report.steps_done
+            else "no checkpoint yet, so a rerun starts from step 0"
+        )
+        return [
+            f"run {report.outcome} ({wall_words(report)}), layout {report.layout}: its workers wrote no report;"
+            f" {resume} (metrics.jsonl holds every step)"
+        ]
+    lines = [f"run {report.outcome} at step {report.steps_done} ({wall_words(report)}), layout {report.layout}"]
     if not report.comparable:
         on = report.device if report.device != "cuda" else report.measured_gpu or "a GPU the catalog does not match"
-        lines.insert(1, f"(measured on {on}; the prediction is for {report.gpu}, so no error is computed)")
+        lines.append(
+            f"(measured on {on}; the prediction is for {report.gpu}, so no error is computed nor its band checked)"
+        )
+    if report.device != "cuda":  # trial s49 M1: "-" with no word of why
+        lines.append(f"(memory peaks are read from CUDA's allocator: none on {report.device}, so '-')")
+    return [*lines, timing_line(report)]
+
+
+def format_report(report: RunReport) -> str:
+    coverage = report.band.coverage
+    band = f"predicted ({coverage:.0%} band)" if coverage is not None else "predicted"
+    lines = [*_head_lines(report), f"{'':20}{band:>30}{'measured':>12}{'error':>9}{'in band':>9}"]
     for (key, predicted), (_, measured), (_, err) in zip(
         report.predicted, report.measured, report.error_pct, strict=True
     ):
-        fmt = REPORT_FORMATS[key]
+        fmt, check = REPORT_FORMATS[key], getattr(report.band, key, None)
         lines.append(
-            f"{REPORT_LABELS[key]:20}{show(predicted, fmt):>12}{show(measured, fmt):>12}"
-            f"{show(err, '+.1f') + ('%' if err is not None else ''):>9}"
+            f"{REPORT_LABELS[key]:20}{with_band(predicted, check, fmt):>30}{shown(measured, fmt):>12}"
+            f"{shown(err, '+.1f') + ('%' if err is not None else ''):>9}{band_verdict(check):>9}"
         )
     losses = report.losses
+    val_step = "" if losses.final_val is None or losses.final_val_step is None else f" (step {losses.final_val_step})"
     lines.append(
-        f"loss: train {show(losses.final_train, '.4f')}, val {show(losses.final_val, '.4f')}, "
-        f"test {show(losses.test, '.4f')} (perplexity {show(losses.test_perplexity, '.2f')})"
+        f"loss: train {shown(losses.final_train, '.4f')}, val {shown(losses.final_val, '.4f')}{val_step}, "
+        f"test {shown(losses.test, '.4f')} (perplexity {shown(losses.test_perplexity, '.2f')})"
     )
     return "\n".join(lines)

@@ -15,6 +15,9 @@ class Outcome(StrEnum):
     PREEMPTED = "preempted"  # SIGTERM: saved, exit 143, resume later
     INTERRUPTED = "interrupted"  # Ctrl-C: saved, exit 130 (the report's word for PREEMPTED by SIGINT)
     DIVERGED = "diverged"  # max_bad_steps non-finite steps
+    # written by `trainplan run`, not the workers: a launch that ended without their report
+    FAILED = "failed"  # a worker killed or crashed
+    PEER_LOST = "peer_lost"  # a rank or node went away mid-collective (exit 144)
 
 
 @dataclass
@@ -27,6 +30,7 @@ class TrainState:
     best_val_loss: float = math.inf
     evals_without_improvement: int = 0
     last_val_loss: float | None = None
+    last_val_step: int | None = None  # the step last_val_loss was evaluated at (None in older checkpoints)
     last_train_loss: float | None = None
     # The job's wall time (s) before the launch that resumes from this state: at a save, every launch's
     # up to it (a launch's time after its last save is lost with its steps, as metrics.jsonl's are)

@@ -35,9 +35,11 @@ from trainer.preemption import PreemptionFlag
 from trainer.probe import (
     JobTiming,
     RunSummary,
+    band_words,
     check_measured_fit,
     format_report,
     measured_gpu,
+    with_band,
     write_replan_needed,
     write_report,
     write_validation,
@@ -218,7 +220,8 @@ class Session:
             measured, predicted = report.measured, report.predicted
             log.info(
                 f"\nprobe: {len(self.meter.step_times)} steps, step {measured.step_s:.3f} s (predicted "
-                f"{predicted.step_s:.3f} s), allocated peak "
+                f"{with_band(predicted.step_s, report.band.step_s, '.3f', ' s')}{band_words(report.band.step_s)}),"
+                " allocated peak "
                 + (f"{measured.peak_gib:.2f} GiB" if measured.peak_gib is not None else "n/a on this device")
                 + f" (predicted {predicted.peak_gib:.2f} GiB)"
                 + (
@@ -386,7 +389,7 @@ class Session:
         if not self.run.eval_every or self.state.step % self.run.eval_every:
             return None
         val_loss = self.evaluate("val")
-        self.state.last_val_loss = val_loss
+        self.state.last_val_loss, self.state.last_val_step = val_loss, self.state.step
         if val_loss < self.state.best_val_loss:
             self.state.best_val_loss, self.state.evals_without_improvement = val_loss, 0
         else:
@@ -468,6 +471,8 @@ class Session:
             launch_wall_s=launch_wall_s,
             measured_steps=timing.measured_steps,
             measured_warmup_only=timing.warmup_only,
+            reserved_gib=memory.reserved_gib,
+            final_val_step=self.state.last_val_step,
         )
         report = write_report(self.job_dir, self.plan, summary, self.device.type, measured_gpu(self.device))
         log.info("\n" + format_report(report))

@@ -270,19 +270,21 @@ VALIDATION_KEYS = {
     "measured_gpu": None,
     "comparable": None,
     "error_pct": {"peak_gib", "step_s"},
+    "band": {"coverage", "step_s", "tokens_per_s", "mfu", "reserved_gib"},
     "reserved_gib": {"predicted", "measured"},
     "capacity_gib": None,
     "probe_steps": None,
 }
-FIGURES = {"step_s", "tokens_per_s", "peak_gib", "mfu"}
+FIGURES = {"step_s", "tokens_per_s", "peak_gib", "mfu", "reserved_gib"}
 REPORT_KEYS = {
     "predicted": FIGURES,
     "measured": FIGURES,
     "error_pct": FIGURES,
+    "band": {"coverage", "step_s", "tokens_per_s", "mfu", "reserved_gib"},
     "device": None,
     "measured_gpu": None,
     "comparable": None,
-    "losses": {"final_train", "final_val", "test", "test_perplexity"},
+    "losses": {"final_train", "final_val", "final_val_step", "test", "test_perplexity"},
     "steps_done": None,
     "outcome": None,
     "bad_steps": None,
