@@ -17,17 +17,19 @@ from planner.catalog.calibration import AppliedCalibration
 from planner.fmt import one_line
 from planner.plan import Plan
 from trainer.files import CHECKPOINT_DIR, list_checkpoints, write_atomic
+from trainer.job_readme import render_readme
 from trainer.job_scripts import (
+    check_cluster,
     check_k8s_names,
     one_line_comment,
     render_k8s,
     render_launch_sh,
-    render_readme,
     render_slurm,
 )
 from trainer.job_spec import (
     DEFAULT_K8S_IMAGE,
     DEFAULT_K8S_PVC,
+    ClusterSettings,
     JobSpec,
     RunSettings,
     apply_run_overrides,
@@ -47,12 +49,14 @@ def emit_job(
     run: RunSettings,
     k8s_image: str = DEFAULT_K8S_IMAGE,
     k8s_pvc: str = DEFAULT_K8S_PVC,
+    cluster: ClusterSettings | None = None,
     force: bool = False,
     calibration: AppliedCalibration | None = None,
     name_folder: bool = True,
 ) -> Path:
     """Write the job directory ``out_dir`` and return the path of its ``job.json``. ``calibration``:
-    the one a re-estimate for changed run settings uses (``apply_run_overrides``). ``name_folder``
+    the one a re-estimate for changed run settings uses (``apply_run_overrides``). ``cluster``: what
+    slurm.sbatch and k8s.yaml pin beyond the plan (None: ClusterSettings' defaults). ``name_folder``
     False: the README and slurm.sbatch do not name the folder it was written to (a temporary folder
     its reader never sees, as the app's zip: trial s33).
 
@@ -87,6 +91,8 @@ def emit_job(
     check_inputs_read(run, plan.model.vocab_size)
     check_k8s_names(k8s_image, k8s_pvc)
     spec = _job_spec(applied, name if name is not None else default_job_name(out_dir), run, k8s_image, k8s_pvc)
+    spec = spec.model_copy(update={"cluster": cluster or ClusterSettings()})
+    check_cluster(spec)
     if not force:
         check_emit_target(out_dir, spec)
     try:

@@ -14,9 +14,20 @@ from pathlib import Path
 
 from planner.fmt import counted, duration_words
 from planner.plan import Plan
+from trainer.cluster import (
+    GPU_PRODUCT_LABEL,
+    fills_nodes,
+    format_slurm_time,
+    gpu_product,
+    network_id,
+    rdma_request,
+    slurm_time_s,
+)
 from trainer.job_spec import (
     K8S_IMAGE_PATTERN,
+    K8S_NO_GPU_SELECTOR,
     K8S_PVC_PATTERN,
+    ClusterSettings,
     JobSpec,
 )
 from trainer.worker import WORKER_MODULE
@@ -28,9 +39,10 @@ K8S_JOBS_MOUNT = "/jobs"  # where the PVC is mounted in the pods
 # the pinned staging of its shards); the loader reads a memmap in the same process, so one core for
 # it and the rank's Python and three for NCCL's proxy and the checkpoint writer. /dev/shm: NCCL's
 # intra-node buffers (PyTorch's tutorials CI gives 2 GB to two GPUs; NGC's docs, --shm-size=1g).
-K8S_CPUS_PER_PROCESS = 4
-K8S_HOST_GIB_PER_PROCESS = 8
-K8S_SHM_GIB_PER_PROCESS = 1
+# Slurm's --cpus-per-task and --mem (a job that does not fill its nodes) follow the same rule.
+CPUS_PER_PROCESS = 4
+HOST_GIB_PER_PROCESS = 8
+SHM_GIB_PER_PROCESS = 1
 RDZV_PORT = 29500  # c10d rendezvous port on the first node (Slurm)
 
 
@@ -110,7 +122,8 @@ exec "$PYTHON" -m trainer.torchrun --nnodes "$NUM_NODES" --nproc-per-node "$NPRO
 SLURM_SIGNAL_LEAD_MIN_S = 120
 SLURM_SIGNAL_LEAD_WRITES = 3
 STOP_GRACE_STEPS = 2
-K8S_AGENT_EXIT_S = 30  # the torchrun agent's own exit, after its workers', within the pod's grace
+AGENT_EXIT_S = 30  # the torchrun agent's own exit, after its workers', within the pod's (or allocation's) grace
+SLURM_MAX_SIGNAL_LEAD_S = 65_535  # sbatch --signal's largest sig_time
 
 
 def stop_grace_s(plan: Plan) -> int:
@@ -153,6 +166,96 @@ def _fixed_words(fixed_s: float) -> str:
     return f", start-up and checkpoint writes ({duration_words(fixed_s)}) included" if fixed_s > 0 else ""
 
 
+def slurm_signal_lead_s(plan: Plan) -> int:
+    """Seconds before the --time limit Slurm signals the batch script (``--signal=B:USR1``): the
+    workers' stop grace and their agent's exit, within sbatch's bound."""
+    return min(SLURM_MAX_SIGNAL_LEAD_S, stop_grace_s(plan) + AGENT_EXIT_S)
+
+
+def time_limit_factor(plan: Plan) -> float | None:
+    """The steps' share of --time over their model figure: the time band's p80 (``p80_factor``),
+    else, for a plan without a token budget, its step band's upper end (p90, the nearest figure it
+    states); None for a plan without a band."""
+    if plan.estimate.time_h_at("p80") is not None:
+        return p80_factor(plan)
+    band = plan.estimate.uncertainty.step_s if plan.estimate.uncertainty is not None else None
+    return None if band is None else max(1.0, band[1] / plan.estimate.time.step_s)
+
+
+def slurm_time_limit(spec: JobSpec) -> str | None:
+    """``--time``: emit --slurm-time's, else one allocation at the band's pessimistic end plus the
+    signal lead (trial s49: none was written, so the partition's default limit applied); None for a
+    plan without a band (its comment asks for a limit)."""
+    if spec.cluster.slurm_time is not None:
+        return spec.cluster.slurm_time
+    if (factor := time_limit_factor(spec.plan)) is None:
+        return None
+    wall_s, _, fixed_s = allocation_s(spec)
+    return format_slurm_time(fixed_s + (wall_s - fixed_s) * factor + slurm_signal_lead_s(spec.plan))
+
+
+def check_cluster(spec: JobSpec) -> None:
+    """Settings the scripts cannot run with (ValueError naming the flag): a time limit that ends
+    before the workers' stop grace has begun."""
+    limit = spec.cluster.slurm_time
+    lead = slurm_signal_lead_s(spec.plan)
+    if limit is not None and (seconds := slurm_time_s(limit)) is not None and seconds <= lead:
+        raise ValueError(
+            f"--slurm-time {limit}: {seconds} s, not more than the {lead} s before the limit at which the"
+            " workers start saving; give a longer limit"
+        )
+
+
+def _slurm_directives(spec: JobSpec) -> str:
+    """The #SBATCH lines of the resources (trial s49: any GPU type, a whole node for one GPU, one CPU)."""
+    plan, cluster = spec.plan, spec.cluster
+    procs = procs_per_node(plan)
+    gpus = f"{cluster.slurm_gpu_type}:{procs}" if cluster.slurm_gpu_type else str(procs)
+    lines = [f"--gpus-per-node={gpus}", f"--cpus-per-task={procs * CPUS_PER_PROCESS}"]
+    # A plan that fills its nodes takes them whole (no neighbour's traffic on their NVLink and NICs);
+    # a smaller one asks for its share of memory, as a pod does (host_memory_gib).
+    lines.append("--exclusive" if fills_nodes(plan) else f"--mem={host_memory_gib(plan)}G")
+    if cluster.slurm_constraint:
+        lines.append(f"--constraint={cluster.slurm_constraint}")
+    if (limit := slurm_time_limit(spec)) is not None:
+        lines.append(f"--time={limit}")
+    lines += [f"--signal=B:USR1@{slurm_signal_lead_s(plan)}", "--requeue", "--open-mode=append"]
+    return "\n".join(f"#SBATCH {line}" for line in lines)
+
+
+def _slurm_pinning(spec: JobSpec) -> str:
+    """Comment lines on what the scripts do not pin: the GPU type (site-specific names) and the network."""
+    plan, cluster = spec.plan, spec.cluster
+    notes = []
+    if not cluster.slurm_gpu_type and not cluster.slurm_constraint:
+        notes.append(
+            f"# GPU type: any, though the plan is for {one_line_comment(plan.gpu)}. GRES types and features are each"
+            " site's own\n# (sinfo -o '%N %G %f'): pin them with emit --slurm-gpu-type TYPE or --slurm-constraint"
+            f" FEATURE,\n# or sbatch --gpus-per-node=TYPE:{procs_per_node(plan)} slurm.sbatch."
+        )
+    if plan.num_nodes > 1:
+        notes.append(
+            f"# Network: the predicted step assumes {one_line_comment(network_id(plan) or 'the GPU default')}"
+            " between nodes: choose its partition (sbatch -p) or feature."
+        )
+    return "".join(f"{note}\n" for note in notes)
+
+
+def _time_words(spec: JobSpec) -> str:
+    """The comment on --time: where its figure comes from, and the self-requeue at it."""
+    limit = slurm_time_limit(spec)
+    if limit is None:
+        where = "add a --time limit above that"
+    elif spec.cluster.slurm_time is not None:
+        where = "--time is emit --slurm-time's"
+    else:
+        where = f"--time is that at the band's upper end plus the {slurm_signal_lead_s(spec.plan)} s stop lead"
+    return f"""# {where}
+# (sbatch --time overrides it). A job longer than the partition allows runs in allocations:
+# --signal sends this script USR1 before the limit; it has the workers save a checkpoint (they
+# exit 143), then requeues the job, which resumes from it."""
+
+
 def render_slurm(spec: JobSpec, job_dir: Path | None) -> str:
     plan = spec.plan
     procs = procs_per_node(plan)
@@ -164,15 +267,11 @@ def render_slurm(spec: JobSpec, job_dir: Path | None) -> str:
 #SBATCH --job-name={spec.name}
 #SBATCH --nodes={plan.num_nodes}
 #SBATCH --ntasks-per-node=1
-#SBATCH --gpus-per-node={procs}
-#SBATCH --exclusive
-#SBATCH --signal=TERM@{stop_grace_s(plan)}
-#SBATCH --requeue
-#SBATCH --open-mode=append
+{_slurm_directives(spec)}
 # trainplan job {spec.name}: {_summary(spec)}
-# predicted: {spec.run.steps:,} steps in {duration_words(wall_s)}, {duration_words(at_p80_s)} at p80 (the band's
-# pessimistic end){_fixed_words(fixed_s)}: add a --time limit above that. Before
-# it ends, --signal sends SIGTERM: the workers save a checkpoint and exit 143; sbatch again resumes.
+{_slurm_pinning(spec)}# predicted: {spec.run.steps:,} steps in {duration_words(wall_s)}, {duration_words(at_p80_s)} at p80 (the band's
+# pessimistic end){_fixed_words(fixed_s)}.
+{_time_words(spec)}
 # --requeue: a node failure or a preemption puts the job back in the queue, and it resumes from its
 # last checkpoint; --open-mode=append keeps the earlier attempts' output in the log.
 # Submit from the job directory: sbatch slurm.sbatch [trainer options]. It must be on a shared file
@@ -190,12 +289,36 @@ fi
 # sed reads all of its input: `head -n 1` would make scontrol die of SIGPIPE, failing under pipefail.
 head_node="$(scontrol show hostnames "$SLURM_JOB_NODELIST" | sed -n 1p)"
 : "${{head_node:?no node names in SLURM_JOB_NODELIST}}"
-# One torchrun agent per node (ntasks-per-node=1); c10d rendezvous on the first node.
+{SLURM_REQUEUE_TRAP}
+# One torchrun agent per node (ntasks-per-node=1); c10d rendezvous on the first node. In the
+# background, so that the time-limit signal reaches the trap while it runs.
 srun --kill-on-bad-exit=1 "$PYTHON" -m trainer.torchrun \\
   --nnodes "$SLURM_NNODES" --nproc-per-node {procs} \\
   --rdzv-backend c10d --rdzv-endpoint "$head_node:{RDZV_PORT}" --rdzv-id "$SLURM_JOB_ID" \\
-  -m {WORKER_MODULE} "$JOB_DIR" "$@"
+  -m {WORKER_MODULE} "$JOB_DIR" "$@" &
+srun_pid=$!
+wait "$srun_pid"
 """
+
+
+# The time-limit trap: scancel --signal sends SIGTERM to the job's steps and not to this script
+# (signalling srun itself would make it SIGKILL its tasks); the workers save and exit 143, and only
+# then is the job requeued, so that it resumes from that checkpoint. Any other exit (an error, or
+# the training finished in the lead) is kept and nothing is requeued. A scancel of the job sends no
+# USR1, so a cancelled job stays cancelled.
+SLURM_REQUEUE_TRAP = """requeue_at_time_limit() {
+  echo "slurm.sbatch: the time limit is near: the workers save a checkpoint, then job $SLURM_JOB_ID is requeued" >&2
+  scancel --signal=TERM "$SLURM_JOB_ID" || echo "slurm.sbatch: scancel could not signal the workers" >&2
+  status=0
+  wait "$srun_pid" || status=$?
+  if [ "$status" -eq 143 ]; then
+    scontrol requeue "$SLURM_JOB_ID"
+  else
+    echo "slurm.sbatch: the workers exited $status, not 143 (saved and stopped): job $SLURM_JOB_ID is not requeued" >&2
+  fi
+  exit "$status"
+}
+trap requeue_at_time_limit USR1"""
 
 
 # --------------------------------------------------------------------------- k8s.yaml
@@ -221,19 +344,39 @@ def k8s_name(name: str) -> str:
     return label or "trainplan-job"
 
 
-def host_requests(plan: Plan) -> dict[str, str]:
-    """A pod's CPU and memory requests (``K8S_*_PER_PROCESS``; its /dev/shm and, with optimizer
-    states offloaded, the host memory the plan puts them in count as memory too). Requests, not
-    limits: no CPU throttling, no OOM kill at a guessed bound."""
-    procs = procs_per_node(plan)
+def host_memory_gib(plan: Plan) -> int:
+    """Host memory one node's processes ask for (``*_PER_PROCESS``; /dev/shm and, with optimizer
+    states offloaded, the host memory the plan puts them in count too)."""
     offloaded = plan.estimate.memory.host_gib_per_node or 0.0
-    memory_gib = procs * (K8S_HOST_GIB_PER_PROCESS + K8S_SHM_GIB_PER_PROCESS) + math.ceil(offloaded)
-    return {"cpu": str(procs * K8S_CPUS_PER_PROCESS), "memory": f"{memory_gib}Gi"}
+    return procs_per_node(plan) * (HOST_GIB_PER_PROCESS + SHM_GIB_PER_PROCESS) + math.ceil(offloaded)
+
+
+def host_requests(plan: Plan) -> dict[str, str]:
+    """A pod's CPU and memory requests. Requests, not limits: no CPU throttling, no OOM kill at a
+    guessed bound."""
+    return {"cpu": str(procs_per_node(plan) * CPUS_PER_PROCESS), "memory": f"{host_memory_gib(plan)}Gi"}
+
+
+def gpu_selector(spec: JobSpec) -> dict[str, str]:
+    """The pods' nodeSelector: the GPU product (emit --k8s-gpu-product, else the catalog GPU's;
+    trial s49: a mixed cluster could place the job on smaller GPUs); empty without one."""
+    product = spec.cluster.k8s_gpu_product or gpu_product(spec.plan.gpu)
+    return {} if product in (None, K8S_NO_GPU_SELECTOR) else {GPU_PRODUCT_LABEL: product}
+
+
+def _rdma(cluster: ClusterSettings) -> tuple[dict[str, int], dict]:
+    """The container's RDMA resource and the IPC_LOCK capability NCCL needs to register memory with
+    the NICs (emit --k8s-rdma-resource); nothing without one."""
+    if cluster.k8s_rdma_resource is None:
+        return {}, {}
+    name, count = rdma_request(cluster.k8s_rdma_resource)
+    return {name: count}, {"securityContext": {"capabilities": {"add": ["IPC_LOCK"]}}}
 
 
 def k8s_manifest(spec: JobSpec, image: str, pvc: str) -> dict:
     """The PyTorchJob (kubeflow.org/v1) as plain data."""
     plan = spec.plan
+    rdma, privileges = _rdma(spec.cluster)
     procs = procs_per_node(plan)
     job_path = f"{K8S_JOBS_MOUNT}/{spec.name}"
     # The operator sets RANK (the pod's node rank), MASTER_ADDR and MASTER_PORT in each pod;
@@ -263,15 +406,16 @@ def k8s_manifest(spec: JobSpec, image: str, pvc: str) -> dict:
         "image": image,
         "command": command,
         "resources": {
-            "limits": {"nvidia.com/gpu": procs},
-            "requests": {"nvidia.com/gpu": procs, **host_requests(plan)},
+            "limits": {"nvidia.com/gpu": procs, **rdma},
+            "requests": {"nvidia.com/gpu": procs, **rdma, **host_requests(plan)},
         },
+        **privileges,
         "volumeMounts": [{"name": "jobs", "mountPath": K8S_JOBS_MOUNT}, {"name": "dshm", "mountPath": "/dev/shm"}],
     }
     volumes = [
         {"name": "jobs", "persistentVolumeClaim": {"claimName": pvc}},
         # NCCL needs more than the default 64 MiB; bounded, since it counts against the node's memory
-        {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": f"{procs * K8S_SHM_GIB_PER_PROCESS}Gi"}},
+        {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": f"{procs * SHM_GIB_PER_PROCESS}Gi"}},
     ]
 
     def replica(count: int) -> dict:
@@ -282,7 +426,8 @@ def k8s_manifest(spec: JobSpec, image: str, pvc: str) -> dict:
             "template": {
                 "spec": {
                     # SIGTERM (eviction, preemption) to SIGKILL: the workers' save, not Kubernetes' 30 s
-                    "terminationGracePeriodSeconds": stop_grace_s(plan) + K8S_AGENT_EXIT_S,
+                    "terminationGracePeriodSeconds": stop_grace_s(plan) + AGENT_EXIT_S,
+                    **({"nodeSelector": selector} if (selector := gpu_selector(spec)) else {}),
                     "containers": [container],
                     "volumes": volumes,
                 }
@@ -304,65 +449,38 @@ def k8s_manifest(spec: JobSpec, image: str, pvc: str) -> dict:
     }
 
 
+def _k8s_notes(spec: JobSpec) -> list[str]:
+    """What the manifest pins and what it leaves to the cluster (GPU product, RDMA, restarts)."""
+    plan, cluster = spec.plan, spec.cluster
+    selector = gpu_selector(spec)
+    notes = [
+        f"GPU: nodeSelector {GPU_PRODUCT_LABEL}={selector[GPU_PRODUCT_LABEL]} (NVIDIA GPU feature discovery, which"
+        " the GPU Operator installs); emit --k8s-gpu-product VALUE sets it, none drops it"
+        if selector
+        else f"GPU: any; no {GPU_PRODUCT_LABEL} selector for {one_line_comment(plan.gpu)} (emit --k8s-gpu-product VALUE)"
+    ]
+    if plan.num_nodes > 1 and cluster.k8s_rdma_resource is None:
+        notes.append(
+            f"Network: the predicted step assumes {one_line_comment(network_id(plan) or 'the GPU default')}; with no"
+            " RDMA device in the pods NCCL uses TCP sockets, far slower: emit --k8s-rdma-resource NAME[=COUNT]"
+            " (the cluster's RDMA device plugin's, e.g. rdma/ib) requests it and adds the IPC_LOCK capability"
+        )
+    elif plan.num_nodes > 1:
+        notes.append(f"Network: {cluster.k8s_rdma_resource} with IPC_LOCK, for NCCL over InfiniBand/RoCE")
+    notes.append(
+        "Restarts: restartPolicy ExitCode recreates pods that exit 128-255 (preemption 143) without counting them"
+        " against backoffLimit (kubeflow/trainer#2045), which counts the other failures"
+    )
+    return notes
+
+
 def render_k8s(spec: JobSpec) -> str:
     image, pvc = spec.k8s_image, spec.k8s_pvc
     header = (
         f"# trainplan job {spec.name}: {_summary(spec)}\n"
         f"# Copy this job directory to {K8S_JOBS_MOUNT}/{spec.name} on the PVC {one_line_comment(pvc)} "
         f"(ReadWriteMany); the image is {one_line_comment(image)} (emit --k8s-image); then: kubectl apply -f k8s.yaml\n"
-        "# Below these comments the manifest is plain JSON, which every YAML parser reads.\n"
+        + "".join(f"# {note}.\n" for note in _k8s_notes(spec))
+        + "# Below these comments the manifest is plain JSON, which every YAML parser reads.\n"
     )
     return header + json.dumps(k8s_manifest(spec, image, pvc), indent=2) + "\n"
-
-
-# --------------------------------------------------------------------------- README.md
-
-
-def render_readme(spec: JobSpec, job_dir: Path | None) -> str:
-    """The job's README; ``job_dir``: the folder it was written to, said beside "Run" (None: unsaid)."""
-    pvc = spec.k8s_pvc
-    plan, run = spec.plan, spec.run
-    written = "" if job_dir is None else f"; it was written to {shlex.quote(str(job_dir))}"
-    memory = plan.estimate.memory
-    rows = [
-        ("model", plan.model.name),
-        ("hardware", f"{plan.num_gpus} x {plan.gpu} on {counted(plan.num_nodes, 'node')}"),
-        ("layout", plan.layout.describe()),
-        (
-            "batch",
-            f"micro-batch {plan.training.micro_batch} x seq {plan.training.seq_len} x accumulation "
-            f"{plan.training.grad_accum}",
-        ),
-        ("predicted step", f"{plan.estimate.time.step_s:.3g} s"),
-        ("predicted memory", f"{memory.reserved_gib:.1f} of {memory.capacity_gib:.1f} GiB reserved"),
-        ("run", f"{run.steps} steps, checkpoint every {run.checkpoint_every}, seed {run.seed}"),
-        ("data", run.data),
-    ]
-    table = "\n".join(f"| {key} | {one_line_comment(value).replace('|', '/')} |" for key, value in rows)
-    return f"""# trainplan job `{spec.name}`
-
-| | |
-|---|---|
-{table}
-
-`job.json` is the whole job (plan + run settings); the scripts only start `python -m {WORKER_MODULE}`
-with `$TRAINPLAN_PYTHON` (default: `python` on the PATH): activate the environment trainplan is
-installed in, or set `TRAINPLAN_PYTHON=/path/to/venv/bin/python`.
-
-## Run
-
-From this directory (it may be moved or unzipped anywhere{written}):
-
-- Here, with a lock, data preparation and resume: `trainplan run .`
-- One node by hand: `bash launch.sh`
-- Slurm ({counted(plan.num_nodes, "node")}, job directory on a shared file system): `sbatch slurm.sbatch`
-- Kubernetes (Kubeflow training operator): copy this directory to `{K8S_JOBS_MOUNT}/{spec.name}` on the
-  PVC `{one_line_comment(pvc)}` (emit `--k8s-pvc`), check the image in `k8s.yaml` (emit `--k8s-image`),
-  `kubectl apply -f k8s.yaml`.
-
-A stopped run resumes from its latest good checkpoint when started again. Exit code 3 means the
-validation probe measured that the plan does not fit; `replan_needed.json` has the numbers and
-`trainplan run --auto-replan` corrects the plan and continues. If `run.data` is not reachable
-where the job runs, prepare the shards first (`python -m trainer.launch . --prepare-only`):
-the trainer then uses `data/` as it is.
-"""

@@ -140,6 +140,36 @@ DEFAULT_K8S_IMAGE = "trainplan:latest"
 DEFAULT_K8S_PVC = "trainplan-jobs"
 K8S_IMAGE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._/:@-]{0,254}$"
 K8S_PVC_PATTERN = r"^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$"
+# The cluster settings' values (ClusterSettings): a Slurm GRES type ("h100", "nvidia_h100_80gb_hbm3"),
+# a Slurm feature expression (--constraint "h100&ib", "[rack1|rack2]"), a Slurm time limit
+# (minutes, [days-]hours:minutes[:seconds], days-hours, or UNLIMITED), a Kubernetes label value
+# (DNS label characters, at most 63) and an extended resource with an optional count ("rdma/ib=1").
+SLURM_GRES_TYPE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+SLURM_CONSTRAINT_PATTERN = r"^[A-Za-z0-9_.,&|()\[\]*:-]{1,256}$"
+SLURM_TIME_PATTERN = r"^(\d+|\d+:\d{1,2}|\d+:\d{1,2}:\d{1,2}|\d+-\d+(:\d{1,2}(:\d{1,2})?)?|UNLIMITED|INFINITE)$"
+K8S_LABEL_VALUE_PATTERN = r"^[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?$"
+K8S_RESOURCE_PATTERN = (
+    r"^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?/[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?(=[1-9]\d{0,3})?$"
+)
+# --k8s-gpu-product none: no GPU node selector (a cluster without NVIDIA's GPU feature discovery)
+K8S_NO_GPU_SELECTOR = "none"
+
+
+class ClusterSettings(BaseModel):
+    """What slurm.sbatch and k8s.yaml ask the cluster for beyond the plan's own figures (emit's
+    --slurm-* and --k8s-* flags; None each: derived from the plan, trainer/job_scripts.py). Kept in
+    the job so that a re-emit (run --auto-replan) writes the same scripts."""
+
+    model_config = FROZEN
+    # Slurm names GPU types per site (gres.conf): pinned only when given, as --gpus-per-node=TYPE:G
+    slurm_gpu_type: str | None = Field(None, pattern=SLURM_GRES_TYPE_PATTERN)
+    slurm_constraint: str | None = Field(None, pattern=SLURM_CONSTRAINT_PATTERN)  # node features
+    slurm_time: str | None = Field(None, pattern=SLURM_TIME_PATTERN)  # None: the plan's p80 allocation
+    # nvidia.com/gpu.product (GPU feature discovery); None: the catalog GPU's; K8S_NO_GPU_SELECTOR: none
+    k8s_gpu_product: str | None = Field(None, pattern=K8S_LABEL_VALUE_PATTERN)
+    # The RDMA device plugin's resource NCCL reaches InfiniBand/RoCE through ("rdma/ib", "=N" a count
+    # other than 1); None: none requested, so a multi-node job's NCCL falls back to TCP sockets.
+    k8s_rdma_resource: str | None = Field(None, pattern=K8S_RESOURCE_PATTERN)
 
 
 class JobSpec(BaseModel):
@@ -151,6 +181,7 @@ class JobSpec(BaseModel):
     # Kept in the job so that a re-emit (run --auto-replan) writes the same k8s.yaml (review s27).
     k8s_image: str = Field(DEFAULT_K8S_IMAGE, pattern=K8S_IMAGE_PATTERN)
     k8s_pvc: str = Field(DEFAULT_K8S_PVC, pattern=K8S_PVC_PATTERN)
+    cluster: ClusterSettings = ClusterSettings()
 
     @model_validator(mode="after")
     def _known_schema(self) -> JobSpec:

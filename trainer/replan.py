@@ -56,9 +56,16 @@ def replan_job(job_dir: Path, spec: JobSpec, report: ReplanRequest) -> JobSpec |
 
     history = _next_free(Path(job_dir), "job.replan-{}.json")
     shutil.copyfile(Path(job_dir) / "job.json", history)
-    # the same job, corrected (its k8s image and claim too: review s27)
+    # the same job, corrected (its k8s image and claim too: review s27; and its cluster settings)
     emit_job(
-        new_plan, job_dir, name=spec.name, run=spec.run, force=True, k8s_image=spec.k8s_image, k8s_pvc=spec.k8s_pvc
+        new_plan,
+        job_dir,
+        name=spec.name,
+        run=spec.run,
+        force=True,
+        k8s_image=spec.k8s_image,
+        k8s_pvc=spec.k8s_pvc,
+        cluster=spec.cluster,
     )
     print(
         f"trainplan: replanned ({new_plan.num_gpus} x {new_plan.gpu}, {new_plan.layout.describe()}); "

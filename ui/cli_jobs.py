@@ -22,10 +22,16 @@ from ui.cli_options import (
     CALIBRATION_HELP,
     JOB_DIR,
     JSON,
+    K8S_GPU_PRODUCT,
     K8S_IMAGE,
     K8S_PVC,
+    K8S_RDMA_RESOURCE,
     NO_CALIBRATION,
+    SLURM_CONSTRAINT,
+    SLURM_GPU_TYPE,
+    SLURM_TIME,
     DeviceChoice,
+    cluster_settings,
     k8s_names,
 )
 from ui.inputs import check_range
@@ -131,6 +137,11 @@ def emit(
     no_calibration: bool = NO_CALIBRATION,
     k8s_image: str | None = K8S_IMAGE,
     k8s_pvc: str | None = K8S_PVC,
+    k8s_gpu_product: str | None = K8S_GPU_PRODUCT,
+    k8s_rdma_resource: str | None = K8S_RDMA_RESOURCE,
+    slurm_gpu_type: str | None = SLURM_GPU_TYPE,
+    slurm_constraint: str | None = SLURM_CONSTRAINT,
+    slurm_time: str | None = SLURM_TIME,
     as_json: bool = JSON,
 ) -> None:
     """Turn a plan into a job directory: job.json, launch.sh, slurm.sbatch, k8s.yaml."""
@@ -140,6 +151,13 @@ def emit(
 
     if tokenizer and Path(tokenizer).expanduser().exists():  # a missing one: emit_job names the flag
         check_input(Path(tokenizer).expanduser(), "tokenizer", MAX_TOKENIZER_BYTES)
+    cluster = cluster_settings(
+        slurm_gpu_type=slurm_gpu_type,
+        slurm_constraint=slurm_constraint,
+        slurm_time=slurm_time,
+        k8s_gpu_product=k8s_gpu_product,
+        k8s_rdma_resource=k8s_rdma_resource,
+    )
     plan = Plan.load(plan_file)
     run = run_settings(
         plan,
@@ -158,7 +176,14 @@ def emit(
     # The calibration plan/estimate would apply: a re-estimate for changed run settings uses it.
     applied = applied_calibration(choose_calibration(calibration, no_calibration))
     job_json = emit_job(
-        plan, out, name=name, run=run, force=force, calibration=applied, **k8s_names(k8s_image, k8s_pvc)
+        plan,
+        out,
+        name=name,
+        run=run,
+        force=force,
+        calibration=applied,
+        cluster=cluster,
+        **k8s_names(k8s_image, k8s_pvc),
     )
     render.emitted(job_json, as_json=as_json, recalibrated=applied is not None and recalibrates(plan, applied))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from enum import StrEnum
 from pathlib import Path
-from typing import TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
 import typer
 
@@ -16,6 +16,9 @@ from planner.layout import Precision, Sharding
 from planner.model.stacks import DEEPSPEED_FSDP_WORD, Stack
 from planner.request import DEFAULT_SEQ_LEN, DEFAULT_TOP_K
 from planner.search.space import DEFAULT_MAX_GPUS
+
+if TYPE_CHECKING:
+    from trainer.job_spec import ClusterSettings
 
 app = typer.Typer(
     add_completion=False,
@@ -41,6 +44,32 @@ K8S_IMAGE = typer.Option(
     None, "--k8s-image", help="container image in k8s.yaml (default: trainer/job_spec.py DEFAULT_K8S_IMAGE)"
 )
 K8S_PVC = typer.Option(None, "--k8s-pvc", help="PersistentVolumeClaim k8s.yaml mounts at /jobs, holding the job dir")
+SLURM_GPU_TYPE = typer.Option(
+    None,
+    "--slurm-gpu-type",
+    help="this site's GRES type of the plan's GPU: slurm.sbatch asks for --gpus-per-node=TYPE:G",
+)
+SLURM_CONSTRAINT = typer.Option(
+    None, "--slurm-constraint", help="Slurm node features slurm.sbatch asks for (--constraint)"
+)
+SLURM_TIME = typer.Option(
+    None,
+    "--slurm-time",
+    help="slurm.sbatch's --time per allocation, e.g. 2-00:00:00 (default: the plan's p80 plus the stop lead);"
+    " a longer job requeues itself at the limit",
+)
+K8S_GPU_PRODUCT = typer.Option(
+    None,
+    "--k8s-gpu-product",
+    help="k8s.yaml's nodeSelector nvidia.com/gpu.product (default: the catalog GPU's, e.g. NVIDIA-H100-80GB-HBM3;"
+    " none: no selector)",
+)
+K8S_RDMA_RESOURCE = typer.Option(
+    None,
+    "--k8s-rdma-resource",
+    help="NAME[=COUNT]: the RDMA device resource each pod requests, with IPC_LOCK, for NCCL over InfiniBand/RoCE"
+    " (e.g. rdma/ib)",
+)
 
 
 def _job_dir(value: str) -> Path:
@@ -79,6 +108,31 @@ def k8s_names(image: str | None, pvc: str | None) -> K8sNames:
     if pvc is not None:
         names["k8s_pvc"] = pvc
     return names
+
+
+# ClusterSettings' fields and the emit flags that set them (a refusal names the flag)
+CLUSTER_FLAGS = {
+    "slurm_gpu_type": ("--slurm-gpu-type", "a GRES type name such as h100 (letters, digits, '.', '_', '-')"),
+    "slurm_constraint": ("--slurm-constraint", "node features such as h100&ib (no spaces or quotes)"),
+    "slurm_time": ("--slurm-time", "a Slurm time such as 2880, 48:00:00 or 2-00:00:00"),
+    "k8s_gpu_product": ("--k8s-gpu-product", "a label value such as NVIDIA-H100-80GB-HBM3, or none"),
+    "k8s_rdma_resource": ("--k8s-rdma-resource", "a resource name with an optional count, such as rdma/ib=1"),
+}
+
+
+def cluster_settings(**given: str | None) -> ClusterSettings:
+    """emit's --slurm-* and --k8s-* cluster flags as ClusterSettings (ValueError naming the first
+    bad one, in one line)."""
+    from pydantic import ValidationError
+
+    from trainer.job_spec import ClusterSettings
+
+    try:
+        return ClusterSettings(**{name: value for name, value in given.items() if value is not None})
+    except ValidationError as exc:
+        field = str(exc.errors()[0]["loc"][0])
+        flag, shape = CLUSTER_FLAGS[field]
+        raise ValueError(f"{flag} {given[field]!r}: give {shape}") from None
 
 
 def _price_kind(value: str | None) -> str | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -397,8 +398,20 @@ def emitted(job_json: Path, *, as_json: bool, recalibrated: bool = False) -> Non
             f" {run.min_lr_ratio:g} x, weight decay {run.weight_decay:g} (--lr, --warmup-steps)"
         )
     )
-    trial = f"; a trial of its first steps: trainplan run {job_dir} --steps 20" if run.steps > 20 else ""
-    out.print(escape(f"run it: trainplan run {job_dir}{trial}"))
+    out.print(escape(run_it(spec.plan, job_dir, run.steps)))
+
+
+def run_it(plan: Plan, job_dir: Path, steps: int) -> str:
+    """emit's "run it:" line: shell words (trial s49: a path with spaces was printed unquoted), and
+    on a multi-node plan the command of each node, or the cluster scripts."""
+    from trainer.job_readme import per_node, run_commands
+
+    command, _launch = run_commands(plan, job_dir)
+    if plan.num_nodes > 1:
+        sbatch = shlex.quote(str(job_dir / "slurm.sbatch"))
+        return f"run it: sbatch {sbatch}; Kubernetes: k8s.yaml (README.md); by hand {per_node(plan)}: {command}"
+    trial = f"; a trial of its first steps: {command} --steps 20" if steps > 20 else ""
+    return f"run it: {command}{trial}"
 
 
 def portfolio(

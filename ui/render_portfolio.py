@@ -19,6 +19,7 @@ from ui.render import (
     emit_json,
     no_infeasibility,
     out,
+    run_it,
     warn,
     whole_words,
 )
@@ -195,8 +196,9 @@ def portfolio(
         out.print(line, markup=False)
     for line in accuracy_lines(figures):
         out.print(line)
-    for job, job_json in (emitted or {}).items():
-        out.print(f"{job}: job written to {job_json.parent} (run it: trainplan run {job_json.parent})")
+    plans = {a.job: a.plan for a in solution.assignments}
+    for job, job_json in (emitted or {}).items():  # emit's words (trial s49: a path with spaces, unquoted)
+        out.print(f"{job}: job written to {job_json.parent} ({run_it(plans[job], job_json.parent, 0)})", markup=False)
 
 
 def portfolio_json(

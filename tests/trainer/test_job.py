@@ -25,7 +25,7 @@ from trainer import launch
 from trainer.files import CHECKPOINT_DIR
 from trainer.job import JOB_FILES, default_job_name, emit_job
 from trainer.job_scripts import host_requests, k8s_name
-from trainer.job_spec import JobSpec, RunSettings
+from trainer.job_spec import ClusterSettings, JobSpec, RunSettings
 from trainer.launch import JobDirLockedError, NodeLaunch, job_lock, run_job
 
 EVIL = 'x"; touch PWNED; echo "$(touch PWNED2)`touch PWNED3`'
@@ -173,7 +173,7 @@ def test_slurm_script_contents_and_quoting(tmp_path: Path) -> None:
         "#SBATCH --nodes=4",
         "#SBATCH --ntasks-per-node=1",
         "#SBATCH --gpus-per-node=8",
-        "#SBATCH --signal=TERM@120",  # trial s27: save before the --time limit, not be killed at it
+        "#SBATCH --signal=B:USR1@150",  # trial s27: save before the --time limit (s49: then requeue)
         "#SBATCH --requeue",  # trial s27a: a failed node or a preemption requeues, and the job resumes
         "#SBATCH --open-mode=append",  # and the requeued attempt's output does not erase the first's
         '--nnodes "$SLURM_NNODES" --nproc-per-node 8',
@@ -228,7 +228,9 @@ def test_a_moved_job_runs_from_where_it_is_submitted(tmp_path: Path) -> None:
     subprocess.run(["bash", str(moved / "launch.sh")], check=True, env=env, cwd=tmp_path)
     assert recorded_argv(tmp_path / "argv")[-1] == str(moved)
     readme = (moved / "README.md").read_text()
-    assert "`sbatch slurm.sbatch`" in readme and "`trainplan run .`" in readme
+    assert "`sbatch slurm.sbatch`" in readme  # and each node's commands (trial s49: `trainplan run .` stopped)
+    assert "`trainplan run . --node-rank I --rdzv-endpoint NODE0:29500`" in readme
+    assert "`NODE_RANK=I RDZV_ENDPOINT=NODE0:29500 bash launch.sh`" in readme
 
 
 def _load_yaml(text: str) -> dict:
@@ -398,7 +400,7 @@ def test_auto_replan_rewrites_the_job_and_continues(fake_trainer: Path, monkeypa
     # review s27: the re-emitted k8s.yaml went back to the default image and claim
     emit_job(
         JobSpec.load(fake_trainer).plan, fake_trainer, name="fake", run=RunSettings(), force=True,
-        k8s_image="reg.example/tp:2", k8s_pvc="team-jobs",
+        k8s_image="reg.example/tp:2", k8s_pvc="team-jobs", cluster=ClusterSettings(slurm_gpu_type="h100"),
     )  # fmt: skip
     before = JobSpec.load(fake_trainer)
     assert run_job(fake_trainer, NodeLaunch(device="cpu", nproc=1, module="fake_trainer"), auto_replan=True) == 0
@@ -408,6 +410,10 @@ def test_auto_replan_rewrites_the_job_and_continues(fake_trainer: Path, monkeypa
     assert seen == [ReplanRequest(reason="probe too big", measured={"peak_gib": 91.5}, capacity_gib=80)]
     after = JobSpec.load(fake_trainer)
     assert after.plan.training.micro_batch == 2 and after.run == before.run and after.name == before.name
+    assert (
+        after.cluster == before.cluster
+        and "#SBATCH --gpus-per-node=h100:" in (fake_trainer / "slurm.sbatch").read_text()
+    )
     assert JobSpec.model_validate_json((fake_trainer / "job.replan-1.json").read_text()) == before
     assert [r["micro_batch"] for r in _runs(fake_trainer)] == [1, 2]
     assert (fake_trainer / "replan_needed.1.json").exists() and not (fake_trainer / "replan_needed.json").exists()

@@ -15,7 +15,7 @@ from support import jobs
 from planner.layout import Layout, Precision, TrainingConfig
 from planner.plan import Plan
 from trainer.job import emit_job
-from trainer.job_scripts import K8S_AGENT_EXIT_S, stop_grace_s
+from trainer.job_scripts import AGENT_EXIT_S, slurm_signal_lead_s, stop_grace_s
 from trainer.job_spec import RunSettings
 
 
@@ -92,8 +92,9 @@ def test_a_pod_has_the_grace_and_the_agents_exit_before_kubernetes_kills_it(tmp_
     manifest = json.loads(text[text.index("{") :])
     for replica in manifest["spec"]["pytorchReplicaSpecs"].values():
         pod = replica["template"]["spec"]
-        assert pod["terminationGracePeriodSeconds"] == stop_grace_s(plan) + K8S_AGENT_EXIT_S >= 480 + 30
-    assert f"#SBATCH --signal=TERM@{stop_grace_s(plan)}\n" in (tmp_path / "job" / "slurm.sbatch").read_text()
+        assert pod["terminationGracePeriodSeconds"] == stop_grace_s(plan) + AGENT_EXIT_S >= 480 + 30
+    assert slurm_signal_lead_s(plan) == stop_grace_s(plan) + AGENT_EXIT_S
+    assert f"#SBATCH --signal=B:USR1@{slurm_signal_lead_s(plan)}\n" in (tmp_path / "job" / "slurm.sbatch").read_text()
 
 
 def test_workers_killed_at_the_end_of_the_grace_are_said_in_our_line(monkeypatch, capsys) -> None:

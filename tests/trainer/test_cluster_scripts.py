@@ -1,0 +1,254 @@
+"""What slurm.sbatch and k8s.yaml pin beyond the plan's counts (trial s49 M3, L1, L4): the GPU type,
+the network's RDMA device, whole nodes only for a plan that fills them, a --time limit and the
+self-requeue at it, and emit's "run it" line."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from support import jobs
+
+from planner.catalog.detect import match_gpu_name
+from planner.catalog.hardware import load_catalog
+from planner.layout import Layout, Precision, TrainingConfig
+from planner.plan import Plan
+from trainer.cluster import NVML_NAMES, format_slurm_time, gpu_product, slurm_time_s
+from trainer.job import emit_job
+from trainer.job_scripts import allocation_s, p80_factor, slurm_signal_lead_s
+from trainer.job_spec import ClusterSettings, JobSpec, RunSettings
+
+
+def make_plan(num_nodes: int = 1, gpus_per_node: int = 8, gpu: str = "h100-sxm") -> Plan:
+    num_gpus = num_nodes * gpus_per_node
+    training = TrainingConfig(seq_len=64, micro_batch=1, precision=Precision.FP32)
+    return jobs.make_plan(Layout(dp_shard=num_gpus), training, num_gpus, num_nodes=num_nodes, gpu=gpu)
+
+
+def emitted(tmp_path: Path, plan: Plan, cluster: ClusterSettings | None = None, name: str = "job") -> Path:
+    job_dir = tmp_path / name
+    emit_job(plan, job_dir, name=name, run=RunSettings(steps=100), cluster=cluster)
+    return job_dir
+
+
+def directives(job_dir: Path) -> list[str]:
+    return [
+        line.removeprefix("#SBATCH ")
+        for line in (job_dir / "slurm.sbatch").read_text().splitlines()
+        if line.startswith("#SBATCH ")
+    ]
+
+
+def manifest(job_dir: Path) -> tuple[str, dict]:
+    import yaml
+
+    text = (job_dir / "k8s.yaml").read_text()
+    return text, yaml.safe_load(text)
+
+
+@pytest.mark.parametrize("gpu_id", sorted(NVML_NAMES))
+def test_each_gpu_product_name_is_the_device_name_the_catalog_matches(gpu_id: str) -> None:
+    """The label value is NVML's device name with dashes; the catalog's own matcher (planner/catalog/detect.py)
+    maps that name back to the same entry, so the selector names the GPU the plan was made for."""
+    catalog = load_catalog()
+    assert match_gpu_name(NVML_NAMES[gpu_id], catalog.gpu(gpu_id).memory_bytes, catalog).id == gpu_id
+    assert gpu_product(gpu_id) == NVML_NAMES[gpu_id].replace(" ", "-") and " " not in gpu_product(gpu_id)
+
+
+def test_slurm_takes_whole_nodes_only_when_the_plan_fills_them(tmp_path: Path) -> None:
+    """Trial s49: --exclusive took a whole 8-GPU node for a 1-GPU plan, and no --cpus-per-task gave
+    the node's 8 workers one CPU where the allocation is not exclusive."""
+    one = directives(emitted(tmp_path, make_plan(gpus_per_node=1), name="one"))
+    assert "--exclusive" not in one
+    assert {"--gpus-per-node=1", "--cpus-per-task=4", "--mem=9G"} <= set(one)  # the pod's requests, per GPU
+    full = directives(emitted(tmp_path, make_plan(num_nodes=2, gpus_per_node=8), name="full"))
+    assert {"--exclusive", "--cpus-per-task=32", "--gpus-per-node=8"} <= set(full)
+    assert not any(d.startswith("--mem") for d in full)
+
+
+def test_slurm_pins_the_gpu_type_and_features_only_when_given(tmp_path: Path) -> None:
+    """GRES type names are each site's own (gres.conf), so none is guessed: the script says what to set."""
+    plain = emitted(tmp_path, make_plan(num_nodes=2), name="plain")
+    text = (plain / "slurm.sbatch").read_text()
+    assert "# GPU type: any, though the plan is for h100-sxm" in text and "--slurm-gpu-type TYPE" in text
+    assert "# Network: the predicted step assumes ib-ndr-400" in text
+    assert not any(d.startswith("--constraint") for d in directives(plain))
+    pinned = emitted(
+        tmp_path, make_plan(num_nodes=2), ClusterSettings(slurm_gpu_type="h100", slurm_constraint="ib&h100"), "pinned"
+    )
+    assert {"--gpus-per-node=h100:8", "--constraint=ib&h100"} <= set(directives(pinned))
+    assert "# GPU type: any" not in (pinned / "slurm.sbatch").read_text()
+    subprocess.run(["bash", "-n", str(pinned / "slurm.sbatch")], check=True)
+    assert JobSpec.load(pinned).cluster.slurm_gpu_type == "h100"  # kept for a re-emit (run --auto-replan)
+
+
+def test_slurm_time_is_the_p80_allocation_plus_the_stop_lead(tmp_path: Path) -> None:
+    """Trial s49 L4: no --time, so the partition's default applied, and a job longer than it had to be
+    resubmitted by hand."""
+    from planner.api import build_plan
+    from planner.catalog.models import get_preset
+
+    plan = build_plan(
+        get_preset("llama3.2-1b"), "h100-sxm", Layout(dp_shard=16), TrainingConfig(seq_len=2048),
+        num_gpus=16, training_tokens=1e10,
+    )  # fmt: skip
+    job_dir = tmp_path / "job"
+    spec = JobSpec.load(emit_job(plan, job_dir, name="p80", run=RunSettings(steps=100_000)).parent)
+    wall, _, fixed = allocation_s(spec)
+    limit_s = fixed + (wall - fixed) * p80_factor(plan) + slurm_signal_lead_s(plan)
+    assert f"--time={format_slurm_time(limit_s)}" in directives(job_dir)
+    assert abs(slurm_time_s(format_slurm_time(limit_s)) - limit_s) < 60  # whole minutes, rounded up
+    given = ClusterSettings(slurm_time="2-00:00:00")
+    emit_job(plan, job_dir, name="p80", run=RunSettings(steps=100_000), cluster=given, force=True)
+    assert "--time=2-00:00:00" in directives(job_dir)
+    assert "--time is emit --slurm-time's" in (job_dir / "slurm.sbatch").read_text()
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("90", 5400), ("90:30", 5430), ("2:00:00", 7200), ("1-0", 86400), ("1-2:30", 95400), ("2-00:00:05", 172805)],
+)
+def test_slurm_time_formats(text: str, seconds: int) -> None:
+    assert slurm_time_s(text) == seconds
+    assert slurm_time_s("UNLIMITED") is None
+    assert format_slurm_time(seconds) == format_slurm_time(slurm_time_s(format_slurm_time(seconds)))
+
+
+def fake_slurm(bin_dir: Path, log: Path, worker_exit: int) -> dict[str, str]:
+    """srun/scancel/scontrol stand-ins: the 'workers' (python) wait for SIGTERM and exit ``worker_exit``;
+    scancel --signal=TERM sends it to them; each tool logs its arguments."""
+    bin_dir.mkdir()
+    pid_file = bin_dir / "workers.pid"
+    q = shlex.quote
+    tools = {
+        "python": f"#!/bin/bash\necho $$ > {q(str(pid_file))}\ntrap 'echo saved >> {q(str(log))}; exit {worker_exit}' TERM\n"
+        "while :; do sleep 0.1; done\n",
+        "srun": '#!/bin/bash\nwhile [[ "$1" == --* ]]; do shift; done\nexec "$@"\n',
+        "scancel": f'#!/bin/bash\necho "scancel $*" >> {q(str(log))}\nkill -TERM "$(cat {q(str(pid_file))})"\n',
+        "scontrol": f'#!/bin/bash\nif [ "$1" = show ]; then echo node-a; exit; fi\necho "scontrol $*" >> {q(str(log))}\n',
+    }
+    for name, body in tools.items():
+        (bin_dir / name).write_text(body)
+        (bin_dir / name).chmod(0o755)
+    env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}")
+    env.update(SLURM_JOB_NODELIST="node-a", SLURM_NNODES="1", SLURM_JOB_ID="77")
+    return env
+
+
+@pytest.mark.parametrize(("worker_exit", "requeued"), [(143, True), (1, False)])
+def test_the_time_limit_signal_saves_then_requeues_the_job(tmp_path: Path, worker_exit: int, requeued: bool) -> None:
+    """Trial s49 L4: at the time limit the job exited 143 and someone had to sbatch it again. Now
+    Slurm's USR1 (--signal=B:USR1) has the workers save (SIGTERM through scancel, to the steps only)
+    and, once they exit 143, requeues the job; workers that fail otherwise are not requeued."""
+    job_dir = emitted(tmp_path, make_plan(gpus_per_node=1))
+    assert f"--signal=B:USR1@{slurm_signal_lead_s(make_plan(gpus_per_node=1))}" in directives(job_dir)
+    log = tmp_path / "slurm.log"
+    env = fake_slurm(tmp_path / "bin", log, worker_exit)
+    script = subprocess.Popen(
+        ["bash", str(job_dir / "slurm.sbatch")], env=env, cwd=tmp_path, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not (tmp_path / "bin" / "workers.pid").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        script.send_signal(signal.SIGUSR1)
+        _, err = script.communicate(timeout=30)
+    finally:
+        if script.poll() is None:
+            script.kill()
+    assert script.returncode == worker_exit, err
+    expected = ["scancel --signal=TERM 77", "saved"] + (["scontrol requeue 77"] if requeued else [])
+    assert log.read_text().splitlines() == expected
+    assert "the time limit is near" in err and ("not requeued" in err) != requeued
+
+
+def test_k8s_pods_select_the_plans_gpu_product(tmp_path: Path) -> None:
+    """Trial s49 M3: no nodeSelector, so on a mixed cluster the job could land on smaller GPUs."""
+    text, job = manifest(emitted(tmp_path, make_plan(gpus_per_node=8), name="sel"))
+    for replica in job["spec"]["pytorchReplicaSpecs"].values():
+        assert replica["template"]["spec"]["nodeSelector"] == {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}
+    assert "backoffLimit" in text and "kubeflow/trainer#2045" in text
+    _, other = manifest(emitted(tmp_path, make_plan(), ClusterSettings(k8s_gpu_product="NVIDIA-H100-SXM5-80GB"), "own"))
+    pod = other["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]
+    assert pod["nodeSelector"] == {"nvidia.com/gpu.product": "NVIDIA-H100-SXM5-80GB"}
+    _, none = manifest(emitted(tmp_path, make_plan(), ClusterSettings(k8s_gpu_product="none"), "none"))
+    assert "nodeSelector" not in none["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]
+    amd_text, amd = manifest(emitted(tmp_path, make_plan(gpu="mi300x"), name="amd"))
+    assert "nodeSelector" not in amd["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]
+    assert "# GPU: any; no nvidia.com/gpu.product selector for mi300x" in amd_text
+
+
+def test_multi_node_k8s_pods_request_the_rdma_device_nccl_needs(tmp_path: Path) -> None:
+    """Trial s49 M3: no RDMA resource nor IPC_LOCK, so NCCL fell back to TCP sockets between nodes,
+    not the plan's InfiniBand; the manifest says so, and --k8s-rdma-resource requests them."""
+    text, plain = manifest(emitted(tmp_path, make_plan(num_nodes=2), name="plain"))
+    assert "the predicted step assumes ib-ndr-400" in text and "--k8s-rdma-resource" in text
+    assert "securityContext" not in plain["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+    _, rdma = manifest(
+        emitted(tmp_path, make_plan(num_nodes=2), ClusterSettings(k8s_rdma_resource="rdma/ib=2"), "rdma")
+    )
+    for replica in rdma["spec"]["pytorchReplicaSpecs"].values():
+        container = replica["template"]["spec"]["containers"][0]
+        assert container["resources"]["limits"]["rdma/ib"] == container["resources"]["requests"]["rdma/ib"] == 2
+        assert container["securityContext"] == {"capabilities": {"add": ["IPC_LOCK"]}}  # core/v1 Container fields
+    assert "Network" not in manifest(emitted(tmp_path, make_plan(), name="one"))[0]  # one node: no NCCL between nodes
+
+
+def test_emit_says_a_run_command_that_pastes(tmp_path: Path, capsys) -> None:
+    """Trial s49 L1: "run it: trainplan run /tmp/x/job 16 nodes" (unquoted), and for a 2-node plan a
+    command that stops asking for --rdzv-endpoint and --node-rank."""
+    from ui.cli import main
+
+    plan_file = make_plan(gpus_per_node=1).save(tmp_path / "plan.json")
+    out = tmp_path / "job with spaces"
+    assert main(["emit", str(plan_file), "--out", str(out), "--steps", "40"]) == 0
+    (line,) = [x for x in capsys.readouterr().out.splitlines() if x.startswith("run it")]
+    first = line.removeprefix("run it: ").split(";")[0]
+    assert shlex.split(first) == ["trainplan", "run", str(out)]
+    two = make_plan(num_nodes=2, gpus_per_node=1).save(tmp_path / "two.json")
+    assert main(["emit", str(two), "--out", str(tmp_path / "two nodes")]) == 0
+    (line,) = [x for x in capsys.readouterr().out.splitlines() if x.startswith("run it")]
+    assert "on each of the 2 nodes" in line and "--node-rank I --rdzv-endpoint NODE0:29500" in line
+    assert f"sbatch {shlex.quote(str(tmp_path / 'two nodes' / 'slurm.sbatch'))}" in line
+
+
+def test_emit_takes_the_cluster_flags_and_refuses_bad_ones_in_one_line(tmp_path: Path, capsys) -> None:
+    from ui.cli import main
+
+    plan_file = make_plan(num_nodes=2).save(tmp_path / "plan.json")
+    flags = ["--slurm-gpu-type", "h100", "--slurm-time", "48:00:00", "--k8s-gpu-product", "NVIDIA-H100-80GB-HBM3"]
+    assert main(["emit", str(plan_file), "--out", str(tmp_path / "job"), *flags, "--k8s-rdma-resource", "rdma/ib"]) == 0
+    cluster = JobSpec.load(tmp_path / "job").cluster
+    assert (cluster.slurm_gpu_type, cluster.slurm_time, cluster.k8s_rdma_resource) == ("h100", "48:00:00", "rdma/ib")
+    capsys.readouterr()
+    for flag, bad in (
+        ("--slurm-time", "2 days"),
+        ("--slurm-time", "2:00"),  # minutes:seconds, 120 s: ends before the workers' save has begun
+        ("--slurm-gpu-type", "h100:8"),
+        ("--slurm-constraint", "a b"),
+        ("--k8s-gpu-product", "NVIDIA H100"),
+        ("--k8s-rdma-resource", "rdma"),
+    ):
+        assert main(["emit", str(plan_file), "--out", str(tmp_path / "bad"), flag, bad]) == 2, (flag, bad)
+        (err,) = capsys.readouterr().err.strip().splitlines()
+        assert err.startswith(f"trainplan: error: {flag} "), err
+    assert not (tmp_path / "bad").exists()
+    assert json.loads((tmp_path / "job" / "job.json").read_text())["cluster"]["k8s_rdma_resource"] == "rdma/ib"
+
+
+def test_portfolio_emit_says_the_same_run_commands(tmp_path: Path, capsys) -> None:
+    """portfolio --emit printed "run it: trainplan run DIR" too: unquoted, and for multi-node jobs."""
+    from support import REPO
+
+    from ui.cli import main
+
+    emit_dir = tmp_path / "p jobs"
+    assert main(["portfolio", str(REPO / "examples" / "portfolio.toml"), "--emit", str(emit_dir)]) == 0
+    lines = [x for x in capsys.readouterr().out.splitlines() if x.startswith("chat-8b: job written to")]
+    assert len(lines) == 1 and f"sbatch {shlex.quote(str(emit_dir / 'chat-8b' / 'slurm.sbatch'))};" in lines[0]
