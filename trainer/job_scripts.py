@@ -455,7 +455,8 @@ def _k8s_notes(spec: JobSpec) -> list[str]:
     selector = gpu_selector(spec)
     notes = [
         f"GPU: nodeSelector {GPU_PRODUCT_LABEL}={selector[GPU_PRODUCT_LABEL]} (NVIDIA GPU feature discovery, which"
-        " the GPU Operator installs); emit --k8s-gpu-product VALUE sets it, none drops it"
+        " the GPU Operator installs; without it the pods stay Pending); emit --k8s-gpu-product VALUE sets it, none"
+        " drops it"
         if selector
         else f"GPU: any; no {GPU_PRODUCT_LABEL} selector for {one_line_comment(plan.gpu)} (emit --k8s-gpu-product VALUE)"
     ]
