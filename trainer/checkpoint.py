@@ -23,7 +23,6 @@ leaves the previous checkpoints untouched. The directory must be shared by all r
 from __future__ import annotations
 
 import errno
-import hashlib
 import json
 import logging
 import os
@@ -41,13 +40,12 @@ from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_di
 
 from planner.errors import CheckpointDiskFullError, JobDirWriteError
 from planner.fmt import one_line
-from trainer.files import file_sha256, list_checkpoints, step_dir_name
+from trainer.files import MANIFEST, ModelIdentity, file_sha256, list_checkpoints, saved_identity, step_dir_name
 from trainer.log import ON_STDOUT, clipped
 from trainer.safe_dcp import safe_load
 
 log = logging.getLogger(__name__)
 
-MANIFEST = "manifest.json"
 QUARANTINE_SUFFIX = ".corrupt"  # step-N.corrupt: a checkpoint that failed to verify or load, set aside
 
 
@@ -109,25 +107,6 @@ def _failure_kind(error: BaseException | None) -> int:
     if _is_disk_full(error):
         return _DISK_FULL
     return _UNWRITABLE if _os_error(error) is not None else _OTHER
-
-
-@dataclass(frozen=True)
-class ModelIdentity:
-    """Which model a checkpoint holds: the shapes the weights depend on, fingerprinted."""
-
-    sha256: str
-    description: str
-
-
-def model_identity(plan) -> ModelIdentity:
-    """A replan may change the layout and the batch (DCP reshards), never the model: so the
-    fingerprint is the model spec's, with the plan's name and hardware for the message."""
-    spec_json = plan.model.model_dump_json(exclude={"name"})
-    return ModelIdentity(
-        sha256=hashlib.sha256(spec_json.encode()).hexdigest(),
-        description=f"model {plan.model.name} ({plan.model.num_layers} layers, hidden {plan.model.hidden_size}, "
-        f"vocab {plan.model.vocab_size})",
-    )
 
 
 def _manifest_files(manifest: object) -> dict[str, dict]:
@@ -368,13 +347,10 @@ class CheckpointManager:
 
     def _check_identity(self, path: Path) -> None:
         """A verified checkpoint of another model (the job dir was re-emitted): say whose it is."""
-        if self.identity is None:
-            return
-        manifest = json.loads((path / MANIFEST).read_text())
-        saved = manifest.get("model_sha256")
-        if isinstance(saved, str) and saved != self.identity.sha256:
+        saved = saved_identity(path)
+        if self.identity is not None and saved is not None and saved.sha256 != self.identity.sha256:
             raise ValueError(
-                f"checkpoint {path} holds {str(manifest.get('model', 'another model'))[:200]}, but job.json is for"
+                f"checkpoint {path} holds {saved.description}, but job.json is for"
                 f" {self.identity.description}: the job dir was emitted again for another plan; move"
                 f" {self.ckpt_dir} aside or emit into a new directory"
             )

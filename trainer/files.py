@@ -8,6 +8,7 @@ import json
 import os
 import re
 import stat
+from dataclasses import dataclass
 from pathlib import Path
 
 from planner.fmt import one_line
@@ -27,6 +28,41 @@ def list_checkpoints(ckpt_dir: Path) -> list[tuple[int, Path]]:
         return []
     found = [(int(m.group(1)), p) for p in ckpt_dir.iterdir() if (m := _STEP_DIR.match(p.name)) and p.is_dir()]
     return sorted(found)
+
+
+MANIFEST = "manifest.json"  # a checkpoint's files with their sizes and sha256, written last
+
+
+@dataclass(frozen=True)
+class ModelIdentity:
+    """Which model a checkpoint holds: the shapes the weights depend on, fingerprinted."""
+
+    sha256: str
+    description: str
+
+
+def model_identity(plan) -> ModelIdentity:
+    """A replan may change the layout and the batch (DCP reshards), never the model: so the
+    fingerprint is the model spec's, with the plan's name and hardware for the message."""
+    spec_json = plan.model.model_dump_json(exclude={"name"})
+    return ModelIdentity(
+        sha256=hashlib.sha256(spec_json.encode()).hexdigest(),
+        description=f"model {plan.model.name} ({plan.model.num_layers} layers, hidden {plan.model.hidden_size}, "
+        f"vocab {plan.model.vocab_size})",
+    )
+
+
+def saved_identity(checkpoint: Path) -> ModelIdentity | None:
+    """The model a checkpoint's manifest records (None: a manifest from before the fingerprint, or
+    none readable). Here, beside ``list_checkpoints``, so that ``emit`` can look without torch."""
+    try:
+        manifest = json.loads((checkpoint / MANIFEST).read_text())
+    except (OSError, ValueError, RecursionError):  # ValueError: bad JSON or UTF-8
+        return None
+    saved = manifest.get("model_sha256") if isinstance(manifest, dict) else None
+    if not isinstance(saved, str):
+        return None
+    return ModelIdentity(saved, str(manifest.get("model", "another model"))[:200])
 
 
 # A run's records of its steps and its outcome (trainer/metrics.py, trainer/probe.py).

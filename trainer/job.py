@@ -8,6 +8,7 @@ the checks of the target directory.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from pydantic import ValidationError
 from planner.catalog.calibration import AppliedCalibration
 from planner.fmt import one_line
 from planner.plan import Plan
-from trainer.files import CHECKPOINT_DIR, list_checkpoints, write_atomic
+from trainer.files import CHECKPOINT_DIR, list_checkpoints, model_identity, saved_identity, write_atomic
 from trainer.job_readme import render_readme
 from trainer.job_scripts import (
     check_cluster,
@@ -37,6 +38,7 @@ from trainer.job_spec import (
     modelled_overrides,
     recalibrates,
 )
+from trainer.locks import no_run_in
 
 JOB_FILES = ("job.json", "launch.sh", "slurm.sbatch", "k8s.yaml", "README.md")
 
@@ -53,12 +55,14 @@ def emit_job(
     force: bool = False,
     calibration: AppliedCalibration | None = None,
     name_folder: bool = True,
+    launcher: bool = False,
 ) -> Path:
     """Write the job directory ``out_dir`` and return the path of its ``job.json``. ``calibration``:
     the one a re-estimate for changed run settings uses (``apply_run_overrides``). ``cluster``: what
     slurm.sbatch and k8s.yaml pin beyond the plan (None: ClusterSettings' defaults). ``name_folder``
     False: the README and slurm.sbatch do not name the folder it was written to (a temporary folder
-    its reader never sees, as the app's zip: trial s33).
+    its reader never sees, as the app's zip: trial s33). ``launcher``: the caller is the launcher
+    that holds the job's lock, re-emitting between its launches (trainer/replan.py).
 
     Refused: another stack's plan (``Plan.emittable``); unless ``force``, an infeasible plan, and a
     directory that holds something else (another job's plan, or files that are not a job: emit
@@ -93,8 +97,15 @@ def emit_job(
     spec = _job_spec(applied, name if name is not None else default_job_name(out_dir), run, k8s_image, k8s_pvc)
     spec = spec.model_copy(update={"cluster": cluster or ClusterSettings()})
     check_cluster(spec)
-    if not force:
-        check_emit_target(out_dir, spec)
+    # not even with --force: a live run would go on under the old job (trial49 M2)
+    with contextlib.nullcontext() if launcher else no_run_in(out_dir):
+        if not force:
+            check_emit_target(out_dir, spec)
+        check_checkpoints_model(out_dir, spec)
+        return _write_job(out_dir, spec, name_folder)
+
+
+def _write_job(out_dir: Path, spec: JobSpec, name_folder: bool) -> Path:
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:  # a file of that name, a read-only parent, ...
@@ -105,6 +116,24 @@ def emit_job(
     write_atomic(out_dir / "k8s.yaml", render_k8s(spec))
     write_atomic(out_dir / "README.md", render_readme(spec, out_dir if name_folder else None))
     return job_json
+
+
+def check_checkpoints_model(out_dir: Path, spec: JobSpec) -> None:
+    """Refuse, even with --force (documented for new settings and layouts, which a resume takes),
+    a directory whose checkpoints hold another model: its run would refuse them only after the
+    queue (trial49 L6). The fingerprint is the one the workers compare, of job.json as they read it."""
+    saved = [(path, identity) for _, path in list_checkpoints(out_dir / CHECKPOINT_DIR)
+             if (identity := saved_identity(path)) is not None]  # fmt: skip
+    if not saved:
+        return
+    mine = model_identity(JobSpec.model_validate_json(spec.model_dump_json()).plan)
+    for path, identity in reversed(saved):
+        if identity.sha256 != mine.sha256:
+            raise ValueError(
+                f"--out {out_dir}: its checkpoint {path.name} holds {identity.description}, but this plan is for"
+                f" {mine.description}; a job's checkpoints resume the same model only (--force rewrites settings"
+                f" and layouts): emit into a new directory, or move {out_dir / CHECKPOINT_DIR} aside"
+            )
 
 
 def check_input_paths(run: RunSettings) -> None:

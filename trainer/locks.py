@@ -187,11 +187,7 @@ def check_no_workers(job_dir: Path, first_rank: int, count: int, wait_s: float =
             except OSError:
                 pids = _record_lock_holders(Path(job_dir) / WORKER_LOCK_FILE, first_rank, count)
                 if time.monotonic() >= deadline:
-                    raise JobDirLockedError(
-                        f"job dir {job_dir} is still being trained by pid {', '.join(map(str, pids)) or 'unknown'}"
-                        f" (workers of an earlier run whose launcher is gone); they save and exit on SIGTERM:"
-                        f" wait for them or kill them"
-                    ) from None
+                    raise _orphans_error(job_dir, pids) from None
                 if not announced:
                     print(
                         f"trainplan: waiting for the workers of an earlier run (pid "
@@ -202,6 +198,14 @@ def check_no_workers(job_dir: Path, first_rank: int, count: int, wait_s: float =
                 time.sleep(0.2)
     finally:
         os.close(fd)
+
+
+def _orphans_error(job_dir: Path, pids: list[int]) -> JobDirLockedError:
+    return JobDirLockedError(
+        f"job dir {job_dir} is still being trained by pid {', '.join(map(str, pids)) or 'unknown'}"
+        f" (workers of an earlier run whose launcher is gone); they save and exit on SIGTERM:"
+        f" wait for them or kill them"
+    )
 
 
 def hold_worker_lock(job_dir: Path, rank: int) -> int:
@@ -218,6 +222,46 @@ def hold_worker_lock(job_dir: Path, rank: int) -> int:
             f"{', '.join(map(str, pids)) or 'unknown'}"
         ) from None
     return fd
+
+
+# --------------------------------------------------------------------------- emit
+
+
+_ALL_RANKS = 1 << 31  # bytes of .train.lock checked at once: every rank's
+
+
+@contextmanager
+def no_run_in(job_dir: Path) -> Iterator[None]:
+    """Held while ``emit`` rewrites ``job_dir``: JobDirLockedError, in ``run``'s words, while a
+    launcher of any node holds its lock or a worker its byte of the workers' lock (trial49 M2:
+    emit --force rewrote job.json under a live run, which went on under the old settings). The
+    launchers' locks found are held until the files are written, so no run starts half-way; no
+    lock file is created (a directory no run has used gets none)."""
+    held: list[int] = []
+    try:
+        for path in sorted(Path(job_dir).glob(LOCK_FILE + "*")):  # .lock, .lock-node1, ...
+            with contextlib.suppress(OSError):  # not a file, unreadable: no launcher holds it either
+                held.append(os.open(path, os.O_RDONLY))
+                _take_lock(held[-1], path, job_dir, wait_s=0)
+        _check_no_worker_holds(job_dir)
+        yield
+    finally:
+        for fd in held:
+            os.close(fd)
+
+
+def _check_no_worker_holds(job_dir: Path) -> None:
+    path = Path(job_dir) / WORKER_LOCK_FILE
+    try:
+        fd = os.open(path, os.O_RDWR)  # a write lock needs a descriptor open for writing
+    except OSError:  # none yet, or read-only: a worker could not have taken it either
+        return
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, _ALL_RANKS, 0, os.SEEK_SET)
+    except OSError:
+        raise _orphans_error(job_dir, _record_lock_holders(path, 0, _ALL_RANKS)) from None
+    finally:
+        os.close(fd)  # drops the record lock taken, if any
 
 
 # --------------------------------------------------------------------------- parent death

@@ -66,6 +66,7 @@ def replan_job(job_dir: Path, spec: JobSpec, report: ReplanRequest) -> JobSpec |
         k8s_image=spec.k8s_image,
         k8s_pvc=spec.k8s_pvc,
         cluster=spec.cluster,
+        launcher=True,  # it holds the lock emit would refuse the directory for
     )
     print(
         f"trainplan: replanned ({new_plan.num_gpus} x {new_plan.gpu}, {new_plan.layout.describe()}); "

@@ -21,8 +21,8 @@ import torch.distributed as dist
 from planner.errors import DiskFullError, ReplanNeeded
 from planner.fmt import one_line
 from planner.layout import Layout, Precision
-from trainer.checkpoint import Checkpointable, CheckpointManager, model_identity, step_dir_name
-from trainer.files import CHECKPOINT_DIR, keep_earlier_run
+from trainer.checkpoint import Checkpointable, CheckpointManager, step_dir_name
+from trainer.files import CHECKPOINT_DIR, keep_earlier_run, model_identity
 from trainer.job_spec import JobSpec, memory_headroom
 from trainer.locks import parent_gone
 from trainer.log import ON_STDOUT
