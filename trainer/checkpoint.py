@@ -7,7 +7,8 @@ Layout of ``JOB_DIR/ckpt``::
         rank-00000.pt ...              per-rank state: step, loader position, RNG, scheduler, ...
         manifest.json                  every other file with size + sha256, written last
     step-000060.tmp/        being written; removed or ignored if the run dies
-    step-000030.corrupt/    failed its manifest check at a resume: set aside, never loaded or pruned
+    step-000030.corrupt/    failed its manifest check at a resume: set aside (once an earlier one
+                            loaded, or on --restart-from-scratch), never loaded or pruned
 
 Trust: a checkpoint is data, never code. The manifest catches damage (truncation, bit flips);
 it cannot catch a deliberate edit, since whoever can write the files can re-hash them. So loading
@@ -27,6 +28,7 @@ import json
 import logging
 import os
 import shutil
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -93,6 +95,21 @@ def _is_disk_full(exc: BaseException) -> bool:
 def _os_error(exc: BaseException | None) -> str | None:
     """The strerror of an OSError in ``exc``'s chain (DCP wraps it), else None."""
     return next((c.strerror or one_line(c) for c in _chain(exc) if isinstance(c, OSError)), None)
+
+
+# A manifest that cannot be read (OSError: gone, EIO, ESTALE) is read again this often before the
+# run refuses: on a shared file system a checkpoint can be briefly invisible (attribute caching,
+# a remount), and taking that for damage set it aside and started over (trial49 M5).
+MANIFEST_TRIES = 3
+MANIFEST_RETRY_S = 5.0
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A checkpoint's check against its manifest, agreed by every rank."""
+
+    problem: str | None  # what is wrong; None: the files are what was written
+    unreadable: bool = False  # the manifest could not be read now: not evidence of damage
 
 
 _DISK_FULL_TEXTS = ("No space left on device", "unexpected pos", "file write failed", "Disk quota exceeded")
@@ -269,29 +286,36 @@ class CheckpointManager:
         for _, path in older[: -self.keep]:
             shutil.rmtree(path, ignore_errors=True)
 
-    def _quarantine(self, path: Path) -> None:
-        """Rename a checkpoint that failed to verify or load to ``step-N.corrupt`` (rank 0), so it
-        is neither loaded nor counted by pruning again, and is kept for a look."""
-        self.set_aside.append(path.name + QUARANTINE_SUFFIX)
-        if self.rank == 0:
-            target = path.with_name(path.name + QUARANTINE_SUFFIX)
-            try:
-                _remove(target)  # an earlier corrupt copy of the same step
-                os.rename(path, target)
-                log.warning(f"checkpoint {path} set aside as {target.name}", extra=ON_STDOUT)
-            except OSError as exc:  # a read-only ckpt dir: pruning never counts it anyway
-                log.warning(f"checkpoint {path} could not be set aside ({exc.strerror})", extra=ON_STDOUT)
-        dist.barrier()
+    def _quarantine(self, paths: list[Path]) -> None:
+        """Rename checkpoints that failed to verify to ``step-N.corrupt`` (rank 0), so they are
+        neither loaded nor counted by pruning again, and are kept for a look."""
+        for path in paths:
+            self.set_aside.append(path.name + QUARANTINE_SUFFIX)
+            if self.rank == 0:
+                target = path.with_name(path.name + QUARANTINE_SUFFIX)
+                try:
+                    _remove(target)  # an earlier corrupt copy of the same step
+                    os.rename(path, target)
+                    log.warning(f"checkpoint {path} set aside as {target.name}", extra=ON_STDOUT)
+                except OSError as exc:  # a read-only ckpt dir: pruning never counts it anyway
+                    log.warning(f"checkpoint {path} could not be set aside ({exc.strerror})", extra=ON_STDOUT)
+        if paths:
+            dist.barrier()
 
     # ------------------------------------------------------------------ load
 
     def verify(self, path: Path) -> str | None:
         """None when the manifest matches the files; otherwise what is wrong (same on all ranks)."""
-        problem = None
+        return self._verdict(path).problem
+
+    def _verdict(self, path: Path) -> Verdict:
+        problem, unreadable = None, False
         manifest: dict[str, dict] = {}
         try:
             manifest = _manifest_files(json.loads((path / MANIFEST).read_text()))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        except OSError as exc:  # gone or unreadable for now (a shared file system's blip): no evidence of damage
+            problem, unreadable = f"{MANIFEST} cannot be read ({exc.strerror or exc.__class__.__name__})", True
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
             problem = f"unreadable manifest ({exc.__class__.__name__})"
         except ValueError as exc:  # valid JSON of the wrong shape, e.g. {"files": null}
             problem = f"malformed manifest ({exc})"
@@ -300,9 +324,27 @@ class CheckpointManager:
             problem = self._check_share(path, manifest, names)
             if problem is None and set(_files_of(path)) != set(names):
                 problem = "files differ from the manifest"
-        problems: list[str | None] = [None] * self.world
-        dist.all_gather_object(problems, problem)
-        return next((p for p in problems if p is not None), None)
+        verdicts: list[Verdict | None] = [None] * self.world
+        dist.all_gather_object(verdicts, Verdict(problem, unreadable))
+        found = [v for v in verdicts if v is not None and v.problem is not None]
+        # one rank that cannot read the manifest now: not known to be damaged, on any rank
+        return next((v for v in found if v.unreadable), found[0] if found else Verdict(None))
+
+    def _verified(self, path: Path) -> str | None:
+        """``verify``, asked again while the manifest cannot be read; then a refusal, nothing renamed."""
+        for attempt in range(1, MANIFEST_TRIES + 1):
+            verdict = self._verdict(path)
+            if not verdict.unreadable:
+                return verdict.problem
+            if attempt < MANIFEST_TRIES:
+                log.warning(f"checkpoint {path}: {verdict.problem}; trying again in {MANIFEST_RETRY_S:g} s",
+                            extra=ON_STDOUT)  # fmt: skip
+                time.sleep(MANIFEST_RETRY_S)
+        raise ValueError(
+            f"checkpoint {path}: {verdict.problem}, {MANIFEST_TRIES} tries {MANIFEST_RETRY_S:g} s apart; nothing"
+            f" was set aside: if its file system was away, run again; if the manifest is lost, move {path.name}"
+            " out of the way (an earlier checkpoint is then loaded)"
+        )
 
     def _check_share(self, path: Path, manifest: dict, names: list[str]) -> str | None:
         for name in names[self.rank :: self.world]:
@@ -315,16 +357,19 @@ class CheckpointManager:
                 return f"{name} does not match its sha256"
         return None
 
-    def load_latest(self, state: Checkpointable) -> int | None:
-        """Load the newest checkpoint that verifies and loads; returns its step, or None to start fresh."""
+    def load_latest(self, state: Checkpointable, restart_from_scratch: bool = False) -> int | None:
+        """Load the newest checkpoint that verifies and loads; returns its step, or None to start
+        fresh: with none at all, or, with ``restart_from_scratch``, none that verifies (they are set
+        aside). Newer ones that failed to verify are set aside once an earlier one has loaded."""
         touched = None  # a checkpoint whose load failed part-way: the model may hold some of it
+        corrupt: list[Path] = []  # failed to verify, newest first: set aside only once the outcome is known
         newest_first = list(reversed(list_checkpoints(self.ckpt_dir)))
         for i, (step, path) in enumerate(newest_first):
             earlier = i + 1 < len(newest_first)
-            problem = self.verify(path)
-            if problem is not None:  # its files are not what was written: set it aside
+            problem = self._verified(path)
+            if problem is not None:  # its files are not what was written
                 self._report_corrupt(path, problem, earlier)
-                self._quarantine(path)
+                corrupt.append(path)
                 continue
             self._check_identity(path)
             problem = self._try_load(path, state)
@@ -332,12 +377,20 @@ class CheckpointManager:
                 touched = touched or path
                 self._report_corrupt(path, problem, earlier)
                 continue
+            self._quarantine(corrupt)
             return step
         if touched is not None:
             raise ValueError(
                 f"no checkpoint in {self.ckpt_dir} could be loaded, and {touched.name} failed part-way, so the"
                 f" model is not freshly initialised: move {self.ckpt_dir} aside to start over"
             )
+        if corrupt and not restart_from_scratch:  # trial49 M5: days of training started over unasked
+            raise ValueError(
+                f"no checkpoint in {self.ckpt_dir} verifies ({', '.join(p.name for p in corrupt)}), and starting"
+                " over trains every step again: nothing was set aside; restore them, or run again with"
+                " --restart-from-scratch to set them aside and train from step 0"
+            )
+        self._quarantine(corrupt)
         return None
 
     @staticmethod

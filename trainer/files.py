@@ -31,6 +31,11 @@ def list_checkpoints(ckpt_dir: Path) -> list[tuple[int, Path]]:
 
 
 MANIFEST = "manifest.json"  # a checkpoint's files with their sizes and sha256, written last
+# `trainplan run`'s, the launcher's and the worker's flag (trainer/checkpoint.py ``load_latest``)
+RESTART_FROM_SCRATCH_HELP = (
+    "when no checkpoint verifies, set them aside as step-N.corrupt and train from step 0"
+    " (without it the run refuses, exit 2); no effect while one loads"
+)
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,13 @@ from pathlib import Path
 
 from planner.errors import DiskFullError, ExitCode, JobDirLockedError
 from planner.fmt import counted, one_line
-from trainer.files import CHECKED_SHARDS_ENV, CHECKPOINT_DIR, EXIT_STATUS_FILE, check_writable_dir
+from trainer.files import (
+    CHECKED_SHARDS_ENV,
+    CHECKPOINT_DIR,
+    EXIT_STATUS_FILE,
+    RESTART_FROM_SCRATCH_HELP,
+    check_writable_dir,
+)
 from trainer.job_spec import JobSpec, check_estimate_current, checked_job, run_problem
 from trainer.launch_report import report_failed_launch, report_stamp
 from trainer.locks import check_no_workers, job_lock
@@ -104,6 +110,7 @@ def torchrun_command(
     node_rank: int = 0,
     rdzv_endpoint: str | None = None,
     rdzv_id: str | None = None,
+    restart_from_scratch: bool = False,
     module: str = WORKER_MODULE,
 ) -> list[str]:
     """The torchrun argv for this node. Defaults come from the plan; overrides are for CPU runs and tests."""
@@ -149,7 +156,8 @@ def torchrun_command(
         "--device",
         device,
     ]
-    return command + (["--steps", str(steps)] if steps is not None else [])
+    command += ["--steps", str(steps)] if steps is not None else []
+    return command + (["--restart-from-scratch"] if restart_from_scratch else [])
 
 
 def _node_ranks(spec: JobSpec, nproc: int | None, nnodes: int | None, node_rank: int) -> tuple[int, int]:
@@ -324,6 +332,7 @@ class NodeLaunch:
     node_rank: int = 0
     rdzv_endpoint: str | None = None
     rdzv_id: str | None = None
+    restart_from_scratch: bool = False  # no checkpoint verifies: set them aside and start over
     module: str = WORKER_MODULE
 
     def nodes(self, spec: JobSpec) -> int:
@@ -430,6 +439,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--node-rank", type=int, default=0)
     parser.add_argument("--rdzv-endpoint")
     parser.add_argument("--rdzv-id")
+    parser.add_argument("--restart-from-scratch", action="store_true", help=RESTART_FROM_SCRATCH_HELP)
     parser.add_argument("--prepare-only", action="store_true", help="build the data shards and exit")
     parser.add_argument("--module", default=WORKER_MODULE, help=argparse.SUPPRESS)  # tests: a stand-in trainer
     args = parser.parse_args(argv)

@@ -167,8 +167,10 @@ class Session:
         if "cuda" in saved["rng"] and self.device.type == "cuda":
             torch.cuda.set_rng_state(saved["rng"]["cuda"], self.device)
 
-    def load_checkpoint(self) -> None:
-        step = self.ckpt.load_latest(self._checkpointable())
+    def load_checkpoint(self, restart_from_scratch: bool = False) -> None:
+        """``restart_from_scratch``: with no checkpoint that verifies, set them aside and start over
+        (without it the run refuses: trial49 M5)."""
+        step = self.ckpt.load_latest(self._checkpointable(), restart_from_scratch)
         if step is not None:
             log.info(f"resumed from checkpoint {step_dir_name(step)} (step {step} of {self.run.steps})")
         elif aside := sorted(self.ckpt.set_aside):  # this launch set them aside (review s37: not again)

@@ -36,7 +36,7 @@ from planner.errors import DiskFullError, ExitCode, ReplanNeeded
 from planner.fmt import one_line
 from planner.layout import Implementation, Layout, Precision
 from trainer.context_parallel import apply_context_parallel
-from trainer.files import EXIT_STATUS_FILE
+from trainer.files import EXIT_STATUS_FILE, RESTART_FROM_SCRATCH_HELP
 from trainer.job_spec import JobSpec, checked_job
 from trainer.locks import die_with_parent, hold_worker_lock
 from trainer.log import clipped, setup_logging
@@ -190,18 +190,20 @@ def initialise_model(modules: list[torch.nn.Module], job: JobSpec, device: torch
     return model
 
 
-def train(job_dir: Path, device_type: str, steps: int | None = None) -> int:
+def train(job_dir: Path, device_type: str, steps: int | None = None, restart_from_scratch: bool = False) -> int:
     job, stop_step = load_job(job_dir, steps)
     # Held while this worker lives: a worker orphaned by a dead launcher still locks the directory.
     lock_fd = hold_worker_lock(job_dir, int(os.environ.get("RANK", "0")))
     try:
         # the stop as --steps gave it (None: the job's own last step; Session words its messages so)
-        return _train(job, job_dir, device_type, stop_step if steps is not None else None)
+        return _train(job, job_dir, device_type, stop_step if steps is not None else None, restart_from_scratch)
     finally:
         os.close(lock_fd)
 
 
-def _train(job: JobSpec, job_dir: Path, device_type: str, stop_step: int | None) -> int:
+def _train(
+    job: JobSpec, job_dir: Path, device_type: str, stop_step: int | None, restart_from_scratch: bool = False
+) -> int:
     runtime = setup_runtime(device_type, job.run.seed)
     layout = check_plan(job.plan, job.run, runtime.world_size, runtime.device)
     meshes = build_meshes(layout, runtime.device.type)
@@ -212,7 +214,7 @@ def _train(job: JobSpec, job_dir: Path, device_type: str, stop_step: int | None)
     model = initialise_model(stage_modules, job, runtime.device)
     session = Session(job, job_dir, runtime.device, layout, meshes, model, stage_modules, stop_step=stop_step)
     try:
-        session.load_checkpoint()
+        session.load_checkpoint(restart_from_scratch)
         if session.nothing_to_run():  # its report, of the launch that trained the steps, stands
             return ExitCode.OK
         # A signal during start-up (or an orphaned start): stop before the first step.
@@ -240,6 +242,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=None,
         help="stop at this step of the job's schedule; past its steps: extend the job",
     )
+    parser.add_argument("--restart-from-scratch", action="store_true", help=RESTART_FROM_SCRATCH_HELP)
     return parser.parse_args(argv)
 
 
@@ -325,7 +328,7 @@ def _main(argv: list[str] | None) -> int:
     setup_logging()
     args = parse_args(argv)
     try:
-        code = train(args.job_dir, args.device, args.steps)
+        code = train(args.job_dir, args.device, args.steps, args.restart_from_scratch)
         leave_together(args.device)
         return record_exit(args.job_dir, code)
     except ValueError as exc:

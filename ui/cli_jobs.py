@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from planner.limits import MAX_TOKENIZER_BYTES, check_input
+from trainer.files import RESTART_FROM_SCRATCH_HELP
 from ui import render
 from ui.calibration import applied_calibration, choose_calibration
 from ui.cli_options import (
@@ -242,11 +243,14 @@ def run(
     node_rank: int = typer.Option(0, "--node-rank", help="this node's rank"),
     rdzv_endpoint: str | None = typer.Option(None, "--rdzv-endpoint", help="HOST:PORT of node 0 (multi-node)"),
     rdzv_id: str | None = typer.Option(None, "--rdzv-id", help="rendezvous id shared by all nodes"),
+    restart_from_scratch: bool = typer.Option(False, "--restart-from-scratch", help=RESTART_FROM_SCRATCH_HELP),
 ) -> None:
     """Run (or resume) a job with torchrun on this machine."""
     from trainer.launch import NodeLaunch, run_job
 
-    launch = NodeLaunch(device.value, nproc, steps, max_restarts, nnodes, node_rank, rdzv_endpoint, rdzv_id)
+    launch = NodeLaunch(
+        device.value, nproc, steps, max_restarts, nnodes, node_rank, rdzv_endpoint, rdzv_id, restart_from_scratch
+    )
     code = run_job(job_dir, launch, auto_replan=auto_replan)
     raise typer.Exit(code)
 

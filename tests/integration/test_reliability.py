@@ -172,7 +172,6 @@ def _truncate(path: Path) -> None:
 DAMAGE = {
     # what is done to step-000006, and what the trainer must say about it
     "truncated shard": (lambda d: _truncate(d / "__0_0.distcp"), r"__0_0\.distcp has \d+ bytes, manifest says \d+"),
-    "missing manifest": (lambda d: (d / "manifest.json").unlink(), r"unreadable manifest \(FileNotFoundError\)"),
     "garbled manifest": (
         lambda d: (d / "manifest.json").write_text('{"files": '),
         r"unreadable manifest \(JSONDecodeError\)",
@@ -217,12 +216,15 @@ def test_damaged_checkpoint_is_named_and_the_previous_one_used(damage, six_steps
 
 
 def test_no_good_checkpoint_starts_over_without_crashing(six_steps, capsys):
+    """When asked to (trial49 M5: without --restart-from-scratch it refuses, exit 2)."""
     job = six_steps
     first = losses_by_step(job)
     for step in (3, 6):
         _truncate(job / "ckpt" / f"step-{step:06d}" / "__0_0.distcp")
     capsys.readouterr()
-    assert train(job) == ExitCode.OK
+    assert train(job) == ExitCode.INVALID
+    assert "--restart-from-scratch" in capsys.readouterr().err
+    assert train(job, "--restart-from-scratch") == ExitCode.OK
     out = capsys.readouterr().out
     assert out.count("is corrupt") == 2 and "resumed from checkpoint" not in out
     assert [r["step"] for r in read_metrics(job)] == list(range(1, 7))

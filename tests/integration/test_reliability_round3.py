@@ -103,7 +103,7 @@ def test_pruning_never_deletes_the_checkpoint_just_written_when_newer_ones_are_c
         save_steps(manager, state, rank_state, 27, 30)
         for step in (27, 30):  # the issue's case: the two newest (and only) checkpoints corrupt
             truncate(ckpt / f"step-{step:06d}" / "__0_0.distcp")
-        assert manager.load_latest(state) is None  # both corrupt: the run starts from step 0
+        assert manager.load_latest(state, restart_from_scratch=True) is None  # both corrupt: start over
         save_steps(manager, state, rank_state, 3, 6)
         assert [step for step, _ in list_checkpoints(ckpt)] == [3, 6]
         # The corrupt ones were set aside at the resume, not counted (and not deleted) by pruning.
@@ -112,9 +112,10 @@ def test_pruning_never_deletes_the_checkpoint_just_written_when_newer_ones_are_c
         assert "step-000030 set aside as step-000030.corrupt" in printed(capsys)
         # A newer checkpoint that could not be set aside (a read-only moment) is not counted either.
         (ckpt / "step-000099").mkdir()
+        (ckpt / "step-000099" / "manifest.json").write_text("{}")  # damaged (a missing one is refused)
         save_steps(manager, state, rank_state, 9)
         assert [step for step, _ in list_checkpoints(ckpt)] == [6, 9, 99]
-        assert manager.load_latest(state) == 9  # 99 has no manifest: corrupt, set aside
+        assert manager.load_latest(state) == 9  # 99's manifest is malformed: corrupt, set aside
         assert rank_state["step"] == 9
 
 

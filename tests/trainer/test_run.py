@@ -164,7 +164,8 @@ def test_no_checkpoint_left_starts_over_saying_so_and_keeps_the_earlier_run(tmp_
     """Trial s37: with every checkpoint corrupt the run said "falling back to the previous one" of
     the last, then trained from step 0 unsaid, cutting the finished run's metrics.jsonl to the next
     launch's 3 records and replacing its report. It still starts over (the same run, from the
-    seed), but the last says there is none, the start-over is said, and the earlier files are kept."""
+    seed) when asked (--restart-from-scratch; tests/trainer/test_checkpoint_refusal.py: refused
+    without it), the last says there is none, the start-over is said, and the earlier files are kept."""
     job = write_job(tmp_path, SINGLE, 1, steps=6, checkpoint_every=3, probe_steps=0)
     assert train(job) == ExitCode.OK
     report = (job / "report.json").read_text()
@@ -172,7 +173,7 @@ def test_no_checkpoint_left_starts_over_saying_so_and_keeps_the_earlier_run(tmp_
         shard = job / "ckpt" / step / "__0_0.distcp"
         shard.write_bytes(shard.read_bytes()[:-8])
     capsys.readouterr()
-    assert train(job, "--steps", "3") == ExitCode.OK
+    assert train(job, "--steps", "3", "--restart-from-scratch") == ExitCode.OK  # trial49 M5: asked for
     out = capsys.readouterr().out
     assert "step-000006 is corrupt" in out and "falling back to the previous one" in out
     assert "step-000003 is corrupt" in out and "no earlier checkpoint" in out

@@ -1,0 +1,127 @@
+"""Trial49 M5: with checkpoints and none that verifies, a run refuses (exit 2, nothing renamed) unless
+``--restart-from-scratch``; a manifest that cannot be read now is read again, then refused, never
+taken for damage. Whole runs in this process (world size 1, gloo), like tests/trainer/test_run.py."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from support.jobs import read_metrics, write_job
+
+import trainer.checkpoint as checkpoint_module
+import trainer.launch as launch_module
+from planner.errors import ExitCode
+from planner.layout import Layout
+from trainer.train import main
+
+SINGLE = Layout(dp_shard=1)
+
+
+def train(job_dir: Path, *extra: str) -> int:
+    return main([str(job_dir), "--device", "cpu", *extra])
+
+
+def ckpt_names(job: Path) -> list[str]:
+    return sorted(p.name for p in (job / "ckpt").iterdir())
+
+
+@pytest.fixture
+def six_steps(tmp_path, in_process) -> Path:
+    """A job trained 6 steps with checkpoints at 3 and 6."""
+    job = write_job(tmp_path / "job", SINGLE, 1, steps=6, checkpoint_every=3, probe_steps=0)
+    assert train(job) == ExitCode.OK
+    assert ckpt_names(job) == ["step-000003", "step-000006"]
+    return job
+
+
+def test_no_checkpoint_that_verifies_is_refused_unless_asked_to_start_over(six_steps, capsys):
+    job = six_steps
+    for step in ("step-000003", "step-000006"):
+        shard = job / "ckpt" / step / "__0_0.distcp"
+        shard.write_bytes(shard.read_bytes()[:-8])
+    report = (job / "report.json").read_text()
+    capsys.readouterr()
+    assert train(job) == ExitCode.INVALID
+    captured = capsys.readouterr()
+    errors = [line for line in captured.err.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "Traceback" not in captured.err, captured.err
+    assert "no checkpoint in" in errors[0] and "verifies (step-000006, step-000003)" in errors[0]
+    assert "nothing was set aside" in errors[0] and "--restart-from-scratch" in errors[0]
+    # nothing renamed, nothing trained, the finished run's files as they were
+    assert ckpt_names(job) == ["step-000003", "step-000006"]
+    assert (job / "report.json").read_text() == report and len(read_metrics(job)) == 6
+    assert train(job, "--restart-from-scratch", "--steps", "2") == ExitCode.OK
+    out = capsys.readouterr().out
+    assert "(step-000003.corrupt, step-000006.corrupt set aside): starting again from step 0" in out
+    assert ckpt_names(job) == ["step-000002", "step-000003.corrupt", "step-000006.corrupt"]
+
+
+def test_the_flag_changes_nothing_while_a_checkpoint_loads(six_steps, capsys):
+    """Only the all-corrupt case starts over: a newer corrupt one still falls back, and is set aside."""
+    job = six_steps
+    shard = job / "ckpt" / "step-000006" / "__0_0.distcp"
+    shard.write_bytes(shard.read_bytes()[:-8])
+    capsys.readouterr()
+    assert train(job, "--restart-from-scratch", "--steps", "4") == ExitCode.OK
+    out = capsys.readouterr().out
+    assert "falling back to the previous one" in out and "resumed from checkpoint step-000003" in out
+    assert "step-000006.corrupt" in ckpt_names(job) and "starting again" not in out
+
+
+def test_a_manifest_that_cannot_be_read_is_refused_after_retries_not_set_aside(six_steps, monkeypatch, capsys):
+    """A shared file system's blip (the manifest briefly gone) set the checkpoint aside as corrupt."""
+    job = six_steps
+    sleeps: list[float] = []
+    monkeypatch.setattr(checkpoint_module.time, "sleep", sleeps.append)
+    (job / "ckpt" / "step-000006" / "manifest.json").unlink()
+    capsys.readouterr()
+    assert train(job, "--restart-from-scratch") == ExitCode.INVALID  # the flag is not for this either
+    captured = capsys.readouterr()
+    errors = [line for line in captured.err.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, captured.err
+    assert "step-000006: manifest.json cannot be read (No such file or directory), 3 tries 5 s apart" in errors[0]
+    assert "nothing was set aside" in errors[0] and "is corrupt" not in captured.out
+    assert sleeps == [checkpoint_module.MANIFEST_RETRY_S] * (checkpoint_module.MANIFEST_TRIES - 1)
+    assert ckpt_names(job) == ["step-000003", "step-000006"] and len(read_metrics(job)) == 6
+
+
+def test_a_manifest_back_on_the_next_read_is_loaded(six_steps, monkeypatch, capsys):
+    job = six_steps
+    manifest = job / "ckpt" / "step-000006" / "manifest.json"
+    text = manifest.read_text()
+    manifest.unlink()
+    monkeypatch.setattr(checkpoint_module.time, "sleep", lambda _s: manifest.write_text(text))
+    capsys.readouterr()
+    assert train(job, "--steps", "6") == ExitCode.OK
+    out = capsys.readouterr().out
+    assert "manifest.json cannot be read (No such file or directory); trying again in 5 s" in out
+    assert "resumed from checkpoint step-000006" in out and ckpt_names(job) == ["step-000003", "step-000006"]
+
+
+def test_run_and_the_launcher_pass_the_flag_to_the_workers(tmp_path, monkeypatch):
+    from ui.cli import main as cli_main
+
+    job = write_job(tmp_path / "job", SINGLE, 1, steps=2)
+    launches = []
+
+    def run_job(_job_dir, launch, **_kw) -> int:
+        """Records the launch (its first line is the launcher's --help description)."""
+        launches.append(launch)
+        return 0
+
+    monkeypatch.setattr(launch_module, "run_job", run_job)
+    assert cli_main(["run", str(job), "--device", "cpu", "--restart-from-scratch"]) == 0
+    assert launch_module.main([str(job), "--device", "cpu", "--restart-from-scratch"]) == 0
+    assert cli_main(["run", str(job), "--device", "cpu"]) == 0
+    assert [launch.restart_from_scratch for launch in launches] == [True, True, False]
+    command = launches[0].command(json_spec(job), job)
+    assert command[command.index("trainer.worker") :][-1] == "--restart-from-scratch"
+    assert "--restart-from-scratch" not in launches[2].command(json_spec(job), job)
+
+
+def json_spec(job: Path):
+    from trainer.job_spec import JobSpec
+
+    return JobSpec.model_validate(json.loads((job / "job.json").read_text()))
