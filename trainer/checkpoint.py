@@ -401,7 +401,7 @@ class CheckpointManager:
     def _check_identity(self, path: Path) -> None:
         """A verified checkpoint of another model (the job dir was re-emitted): say whose it is."""
         saved = saved_identity(path)
-        if self.identity is not None and saved is not None and saved.sha256 != self.identity.sha256:
+        if self.identity is not None and saved is not None and not self.identity.holds(saved):
             raise ValueError(
                 f"checkpoint {path} holds {saved.description}, but job.json is for"
                 f" {self.identity.description}: the job dir was emitted again for another plan; move"

@@ -40,20 +40,38 @@ RESTART_FROM_SCRATCH_HELP = (
 
 @dataclass(frozen=True)
 class ModelIdentity:
-    """Which model a checkpoint holds: the shapes the weights depend on, fingerprinted."""
+    """Which model a checkpoint holds: the model spec, fingerprinted; ``earlier``: the fingerprints
+    older trainplans recorded for the same spec, which a checkpoint of theirs may carry."""
 
     sha256: str
     description: str
+    earlier: tuple[str, ...] = ()
+
+    def holds(self, saved: ModelIdentity) -> bool:
+        """Whether a checkpoint's recorded identity is this model's, by this or an earlier rule."""
+        return saved.sha256 == self.sha256 or saved.sha256 in self.earlier
+
+
+# Until session 49 the fingerprint hashed the whole spec, so a field added to it with its default
+# (rope_attention_factor, session 49) changed every model's fingerprint and no checkpoint resumed
+# after an upgrade (ckpt49). Now the spec less its defaults is hashed, which a new defaulted field
+# leaves alone; the old rule's hash (the whole spec without the fields added since) is accepted too.
+FIELDS_ADDED_AFTER_WHOLE_SPEC_HASH = frozenset({"rope_attention_factor"})
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def model_identity(plan) -> ModelIdentity:
     """A replan may change the layout and the batch (DCP reshards), never the model: so the
     fingerprint is the model spec's, with the plan's name and hardware for the message."""
-    spec_json = plan.model.model_dump_json(exclude={"name"})
+    spec = plan.model
+    whole = spec.model_dump_json(exclude={"name", *FIELDS_ADDED_AFTER_WHOLE_SPEC_HASH})
     return ModelIdentity(
-        sha256=hashlib.sha256(spec_json.encode()).hexdigest(),
-        description=f"model {plan.model.name} ({plan.model.num_layers} layers, hidden {plan.model.hidden_size}, "
-        f"vocab {plan.model.vocab_size})",
+        sha256=_sha256(spec.model_dump_json(exclude={"name"}, exclude_defaults=True)),
+        description=f"model {spec.name} ({spec.num_layers} layers, hidden {spec.hidden_size}, vocab {spec.vocab_size})",
+        earlier=(_sha256(whole),),
     )
 
 

@@ -128,7 +128,7 @@ def check_checkpoints_model(out_dir: Path, spec: JobSpec) -> None:
         return
     mine = model_identity(JobSpec.model_validate_json(spec.model_dump_json()).plan)
     for path, identity in reversed(saved):
-        if identity.sha256 != mine.sha256:
+        if not mine.holds(identity):
             raise ValueError(
                 f"--out {out_dir}: its checkpoint {path.name} holds {identity.description}, but this plan is for"
                 f" {mine.description}; a job's checkpoints resume the same model only (--force rewrites settings"
