@@ -42,9 +42,12 @@ class ExitCode(IntEnum):
     REPLAN = 3  # the probe found that the plan does not fit (replan_needed.json written)
     DISK_FULL = 4  # the disk filled up while checkpointing (previous checkpoints kept)
     DIVERGED = 5  # too many non-finite steps (the last good checkpoint is kept)
-    ABORTED = 130  # interrupted (128 + SIGINT: Ctrl-C); the trainer saved a checkpoint first
-    # SIGTERM (a scheduler's preemption): saved, stopped, resume by running again. 128 + SIGTERM, as a
-    # process killed by it, so Kubernetes' restartPolicy ExitCode and Slurm's requeue retry it.
+    # Interrupted (128 + SIGINT: Ctrl-C); the trainer saved a checkpoint first, unless nothing since the
+    # last one needed it or the step would outlast the stop grace (trainer/preemption.py: then at once)
+    ABORTED = 130
+    # SIGTERM (a scheduler's preemption): saved as above, stopped, resume by running again (under
+    # --no-checkpoints a rerun starts from step 0). 128 + SIGTERM, as a process killed by it, so
+    # Kubernetes' restartPolicy ExitCode and Slurm's requeue retry it.
     PREEMPTED = 143
     # A peer rank or node went away mid-collective (a preempted pod, a killed worker): nothing saved
     # since the last checkpoint; retryable (>= 128), so a multi-node PyTorchJob's surviving pods are

@@ -1,14 +1,115 @@
 """How a run is asked to stop: SIGTERM (preemption, or the parent's death: trainer/locks.py) and
-SIGINT (Ctrl-C) set a flag the training loop reads at each step boundary (trainer/session.py)."""
+SIGINT (Ctrl-C) set a flag the training loop reads at each step boundary (trainer/session.py).
+
+The signal is answered at once, in one line on rank 0 (trial s49 M4: a Ctrl-C 75 s into a 10-minute
+CPU step got no word until torchrun's SIGKILL two minutes later): the run either finishes the step
+in flight and saves, or, where that protects nothing or cannot end within the stop grace, stops at
+once (:func:`choose_stop`)."""
 
 from __future__ import annotations
 
+import logging
+import os
 import signal
 import threading
-from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager
+import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, suppress
+from dataclasses import dataclass
 
 from planner.errors import ExitCode
+
+log = logging.getLogger(__name__)
+
+# The seconds between a stop signal and the launcher's SIGKILL, which trainer/torchrun.py gives its
+# workers (the job's stop grace, or the user's --shutdown-timeout); unset: nobody kills the worker.
+STOP_GRACE_ENV = "TRAINPLAN_STOP_GRACE_S"
+# The share of that grace the rest of the step and the save may take: the remainder is the exit
+# (report, process-group teardown), and a step's time varies.
+GRACE_SHARE = 0.8
+
+
+@dataclass(frozen=True)
+class StopPoint:
+    """Where the run is when a stop signal arrives (trainer/session.py ``Session.stop_point``)."""
+
+    steps_done: int
+    last_saved_step: int  # the newest checkpoint's step; -1: none
+    last_saved: str | None  # its directory name; None: none
+    saves_checkpoints: bool
+    new_steps: bool  # a step was trained (in this launch) since the newest checkpoint
+    in_step_s: float | None  # seconds into the step in flight; None: between steps
+    micro_batch: tuple[int, int] | None  # (done, of) in the step in flight; None: not counted
+    step_s: float | None  # this launch's last measured step; None: none yet
+    save_s: float  # a checkpoint save: the last one measured, else the plan's
+    at_end: bool  # the loop is over: the run's own end (save, test, report) is under way
+
+
+@dataclass(frozen=True)
+class StopChoice:
+    at_once: bool  # end the process now (its signal's default action), not at the step's end
+    line: str  # rank 0's answer to the signal
+
+
+def stop_grace_s() -> float | None:
+    """The launcher's stop grace (``STOP_GRACE_ENV``); None when unset or unreadable."""
+    try:
+        return float(os.environ[STOP_GRACE_ENV])
+    except (KeyError, ValueError):
+        return None
+
+
+def remaining_step_s(at: StopPoint) -> float | None:
+    """About how long the step in flight has left: from its own micro-batches' pace once one is
+    done (the device actually used, trial s49: the plan's GPU step said 0.05 s of a 10-minute CPU
+    step), else from the launch's last step; 0 between steps; None when nothing was measured."""
+    if at.in_step_s is None:
+        return 0.0
+    if at.micro_batch is not None and at.micro_batch[0] > 0:
+        done, total = at.micro_batch
+        return at.in_step_s * (total - done) / done
+    return None if at.step_s is None else max(0.0, at.step_s - at.in_step_s)
+
+
+def choose_stop(name: str, at: StopPoint, grace_s: float | None) -> StopChoice:
+    """Finish the step in flight and save, or stop at once: with checkpoints off, or nothing trained
+    since the newest checkpoint, there is nothing to protect; where the step and the save would
+    outlast the grace, the launcher's SIGKILL would end it mid-way all the same."""
+    counted = f" (micro-batch {at.micro_batch[0]:,} of {at.micro_batch[1]:,})" if at.micro_batch else ""
+    step = f"step {at.steps_done + 1}{counted}"
+    where = f"after step {at.steps_done}" if at.in_step_s is None else f"in {step}"
+    if at.at_end:
+        return StopChoice(False, f"{name}: the run is at its end; it saves, reports and exits")
+    if not at.saves_checkpoints:
+        return StopChoice(
+            True,
+            f"{name}: stopping at once {where}: this job saves no checkpoints (--no-checkpoints), so its"
+            f" {at.steps_done} steps are lost and a rerun starts from step 0",
+        )
+    resume = f"a rerun resumes from {at.last_saved}" if at.last_saved else "a rerun starts from step 0"
+    if not at.new_steps:
+        since = f"checkpoint {at.last_saved}" if at.last_saved else "the start"
+        return StopChoice(True, f"{name}: stopping at once {where}: nothing trained since {since}; {resume}")
+    left = remaining_step_s(at)
+    if grace_s is not None and left is not None and left + at.save_s > GRACE_SHARE * grace_s:
+        return StopChoice(
+            True,
+            f"{name}: stopping at once {where}: the rest of it ({_about(left)}) and a save"
+            f" ({_about(at.save_s)}) would outlast the {grace_s:,.0f} s stop grace; {resume}, training"
+            f" {_steps(max(at.last_saved_step, 0) + 1, at.steps_done)} again",
+        )
+    if at.in_step_s is None:
+        return StopChoice(False, f"{name}: stopping after step {at.steps_done}; saving a checkpoint, then exiting")
+    about = f", {_about(left)} more" if left is not None else ""
+    return StopChoice(False, f"{name}: finishing {step}{about}, then saving a checkpoint and exiting")
+
+
+def _steps(first: int, last: int) -> str:
+    return f"step {last}" if first == last else f"steps {first}-{last}"
+
+
+def _about(seconds: float) -> str:
+    return f"about {seconds:,.0f} s" if seconds >= 1 else "under a second"
 
 
 class PreemptionFlag:
@@ -21,6 +122,10 @@ class PreemptionFlag:
 
     def __init__(self) -> None:
         self.signum: int | None = None
+        # The run's answer to the first signal (trainer/session.py); None: only the flag is set.
+        self.choose: Callable[[str], StopChoice] | None = None
+        # What rank 0 leaves before a stop at once (its report), then the process ends.
+        self.last_words: Callable[[], None] | None = None
         self._previous = {sig: signal.signal(sig, self._handle) for sig in self.SIGNALS}
 
     @classmethod
@@ -35,7 +140,20 @@ class PreemptionFlag:
 
     def _handle(self, signum, frame) -> None:
         del frame
+        first = self.signum is None
         self.signum = self.signum or signum
+        if not first or self.choose is None:
+            return
+        try:
+            choice = self.choose(signal.Signals(signum).name)
+        except Exception:  # a handler must not raise into the step it interrupted: the flag stands
+            return
+        log.info("\n" + choice.line)
+        if choice.at_once:
+            if self.last_words is not None:
+                with suppress(Exception):  # the stop comes first: a report that fails is only lost
+                    self.last_words()
+            end_by(signum)
 
     @property
     def by_user(self) -> bool:
@@ -53,6 +171,15 @@ class PreemptionFlag:
             signal.signal(sig, handler)
         if PreemptionFlag._installed is self:
             PreemptionFlag._installed = None
+
+
+def end_by(signum: int) -> None:
+    """End this process by ``signum``'s default action: at once, also inside a collective that waits
+    for a peer (a Python handler would wait for the call), and its exit status says the signal."""
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+    time.sleep(5)  # the signal lands while the process sleeps; this is only a fallback
+    os._exit(128 + signum)
 
 
 class Interrupted(BaseException):

@@ -31,7 +31,7 @@ from trainer.metrics import MetricsLogger, ProgressBar, StepMetrics, timing_setu
 from trainer.optim import LossScaler, adopt_run, apply_schedule
 from trainer.parallel import Meshes
 from trainer.pipeline import describe_run
-from trainer.preemption import PreemptionFlag
+from trainer.preemption import PreemptionFlag, StopPoint, choose_stop, stop_grace_s
 from trainer.probe import (
     JobTiming,
     RunSummary,
@@ -104,6 +104,9 @@ class Session:
             self.job_dir / CHECKPOINT_DIR, self.run.keep_checkpoints, device, model_identity(self.plan)
         )
         self.preemption = PreemptionFlag.install()
+        self.step_started: float | None = None  # perf_counter at the start of the step in flight
+        self.loop_over = False
+        self.save_s = getattr(self.plan.estimate.goodput, "checkpoint_write_s", 0.0)  # then as measured
         # Under torchrun: the agent that started us. If it is gone (re-parented), stop like on SIGTERM.
         self.parent_pid = os.getppid() if "TORCHELASTIC_RUN_ID" in os.environ else None
         self.meter = RunMeter(self.plan, device, self.is_rank0)
@@ -112,6 +115,8 @@ class Session:
         self.last_saved_step = -1
         self.started = time.perf_counter()
         self.metrics: MetricsLogger | None = None
+        self.preemption.choose = lambda name: choose_stop(name, self.stop_point(), stop_grace_s())
+        self.preemption.last_words = self._last_words
 
     def close(self) -> None:
         self.preemption.close()
@@ -194,7 +199,9 @@ class Session:
     def save(self) -> None:
         if self.last_saved_step == self.state.step or not self.run.save_checkpoints:
             return
+        started = time.perf_counter()
         path = self.ckpt.save(self.state.step, self._checkpointable())
+        self.save_s = time.perf_counter() - started
         self.last_saved_step = self.state.step
         log.info(f"\nsaved checkpoint {path}")
 
@@ -288,6 +295,27 @@ class Session:
             self.preemption.signum = signal.SIGTERM  # the launcher died: save and exit as preempted
         return bool(flags[0].item())
 
+    def stop_point(self) -> StopPoint:
+        """Where the run is, for a stop signal's answer (trainer/preemption.py ``choose_stop``)."""
+        steps, last = self.meter.step_times, self.last_saved_step
+        return StopPoint(
+            steps_done=self.state.step,
+            last_saved_step=last,
+            last_saved=step_dir_name(last) if last >= 0 else None,
+            saves_checkpoints=self.run.save_checkpoints,
+            new_steps=bool(steps) and self.state.step > last,
+            in_step_s=None if self.step_started is None else time.perf_counter() - self.step_started,
+            micro_batch=self.stepper.heartbeat.micro_batch if self.step_started is not None else None,
+            step_s=steps[-1] if steps else None,
+            save_s=self.save_s,
+            at_end=self.loop_over,
+        )
+
+    def _last_words(self) -> None:
+        """Before a stop at once, this launch's report; none when it trained nothing (then the last one stands)."""
+        if self.meter.step_times:
+            self._report(Outcome.INTERRUPTED if self.preemption.by_user else Outcome.PREEMPTED, test_loss=None)
+
     def _kept(self) -> str:
         return step_dir_name(self.last_saved_step) if self.last_saved_step >= 0 else "none yet"
 
@@ -303,10 +331,11 @@ class Session:
         while self.state.step < until_step:
             batches = self._next_batches()
             self._synchronize()
-            started = time.perf_counter()
+            started = self.step_started = time.perf_counter()
             result = self.stepper.train_step(batches)
             self._synchronize()
             step_s = time.perf_counter() - started
+            self.step_started = None
             self.meter.step_times.append(step_s)
             self.state.step += 1
             self._count_bad(result)
@@ -403,6 +432,7 @@ class Session:
 
     def save_and_report(self, outcome: Outcome) -> None:
         """Save (except after divergence, which keeps the last good checkpoint), test, report."""
+        self.loop_over = True  # a stop signal from here lets the end finish (preemption.py)
         if outcome == Outcome.DIVERGED:
             kept = self.last_saved_step
             log.error(

@@ -45,8 +45,10 @@ class Heartbeat:
 
     def start(self) -> None:
         self.started = self.said = time.monotonic()
+        self.micro_batch: tuple[int, int] | None = None  # (done, of): a stop signal's line says it
 
     def tick(self, done: int, total: int) -> None:
+        self.micro_batch = (done, total)
         now = time.monotonic()
         if now - self.said >= self.interval_s:
             log.info(f"step running: micro-batch {done:,} of {total:,} done, {now - self.started:,.0f} s so far")

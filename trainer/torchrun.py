@@ -31,11 +31,13 @@ from typing import TYPE_CHECKING
 from planner.errors import ExitCode
 from trainer.locks import die_with_parent
 from trainer.log import DropRecords, drop_records
-from trainer.preemption import Interrupted, signals_interrupt
+from trainer.preemption import STOP_GRACE_ENV, Interrupted, signals_interrupt
 from trainer.worker import WORKER_MODULE
 
 if TYPE_CHECKING:
-    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError, ProcessFailure
+
+    from trainer.job_spec import JobSpec
 
 # The trainer's own codes that say more than torchrun's 1 (planner/errors.py).
 _TRAINER_CODES = {
@@ -76,19 +78,42 @@ def _quiet_stop_chatter() -> DropRecords:
     return drop_records(*_FORCED_KILL)
 
 
-def stop_line(name: str, killed: int) -> str:
+def stop_line(name: str, killed: int, ends: list[int | None] | None = None, saves_checkpoints: bool = True) -> str:
     """Our one line for a stop signal: what the workers saved, or that some were killed first (trial
     s47: "a worker ... saved a checkpoint, one still starting saved nothing" read as if one had not
-    saved, after both had)."""
-    if not killed:
+    saved, after both had). ``ends``: the workers' exit codes at the stop (-N: ended by signal N,
+    a stop at once: trainer/preemption.py); ``saves_checkpoints``: False under --no-checkpoints,
+    whose rerun starts from step 0 (trial s49 L3: this line said the workers saved a checkpoint)."""
+    if not saves_checkpoints:
         return (
-            f"torchrun: stopped by {name}; the workers that had begun training saved a checkpoint (rank 0's line"
-            " above says at which step), any still starting saved nothing"
+            f"torchrun: stopped by {name}; this job saves no checkpoints (--no-checkpoints): nothing was saved"
+            " and a rerun starts from step 0"
         )
-    workers = "1 worker was" if killed == 1 else f"{killed} workers were"
+    if killed:
+        workers = "1 worker was" if killed == 1 else f"{killed} workers were"
+        return (
+            f"torchrun: stopped by {name}; {workers} still running at the end of the stop grace and killed"
+            " (SIGKILL): nothing after the last checkpoint was saved; run the job again to resume from it"
+        )
+    if ends and all(code is not None and code < 0 for code in ends):
+        return (
+            f"torchrun: stopped by {name}; the workers stopped at once, saving nothing (rank 0's line above says"
+            " why, and where a rerun starts)"
+        )
     return (
-        f"torchrun: stopped by {name}; {workers} still running at the end of the stop grace and killed (SIGKILL):"
-        " nothing after the last checkpoint was saved; run the job again to resume from it"
+        f"torchrun: stopped by {name}; the workers that had begun training saved a checkpoint (rank 0's line"
+        " above says at which step), any still starting saved nothing"
+    )
+
+
+def restart_line(failures: dict[int, ProcessFailure], left: int, most: int, saves_checkpoints: bool = True) -> str:
+    """Our line when ``--max-restarts`` restarts the workers after a failure (trial s49 M7: the log
+    only repeated the start-up lines): which ranks ended how, and the restarts left."""
+    codes = {rank: failure.exitcode for rank, failure in failures.items()}
+    since = "the last checkpoint" if saves_checkpoints else "step 0 (this job saves no checkpoints)"
+    return (
+        f"torchrun: {_ranks_words(codes)}; restarting every worker from {since}"
+        f" (restart {most - left} of {most}, {left} left)"
     )
 
 
@@ -96,15 +121,19 @@ def failure_line(error: ChildFailedError) -> str:
     """``training failed: rank 0 exited with code 2, rank 1 with code 2``; a rank ended by a signal
     is said by its name (trial s45 L5: "rank 0 exited with code -15" read as a crash, where the
     agent had stopped it after rank 1 failed)."""
-    codes = [failure.exitcode for _, failure in sorted(error.failures.items())]
+    codes = {rank: failure.exitcode for rank, failure in error.failures.items()}
+    return f"training failed: {_ranks_words(codes)} (the workers' own messages are above)"
+
+
+def _ranks_words(codes: dict[int, int]) -> str:
+    """``rank 0 exited with code 2, rank 1 stopped by SIGKILL``."""
     # a rank that failed in its own way: any end but the launcher's SIGTERM (a peer's SIGKILL or
     # SIGSEGV too: review s46 L4)
-    failed_alone = any(code != -signal.SIGTERM for code in codes)
-    parts = [
-        f"rank {rank} {_ended_words(failure.exitcode, first=i == 0, others_failed=failed_alone)}"
-        for i, (rank, failure) in enumerate(sorted(error.failures.items()))
-    ]
-    return "training failed: " + ", ".join(parts) + " (the workers' own messages are above)"
+    failed_alone = any(code != -signal.SIGTERM for code in codes.values())
+    return ", ".join(
+        f"rank {rank} {_ended_words(code, first=i == 0, others_failed=failed_alone)}"
+        for i, (rank, code) in enumerate(sorted(codes.items()))
+    )
 
 
 def _ended_words(code: int, first: bool, others_failed: bool) -> str:
@@ -150,8 +179,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"torchrun: {stop} while starting; no worker had started", file=sys.stderr)
         return stop.exit_code
     kills = _quiet_stop_chatter()
+    ends = _record_worker_ends()
+    job = None
     try:
         args = parse_args(sys.argv[1:] if argv is None else argv)
+        job = _job_of(args)
+        saves = job is None or job.run.save_checkpoints
+        say_restarts(saves)
         give_workers_their_grace(args)
         ignore_node_rank_off_static(args)
         if "OMP_NUM_THREADS" not in os.environ and determine_local_world_size(args.nproc_per_node) > 1:
@@ -162,7 +196,8 @@ def main(argv: list[str] | None = None) -> int:
         print(failure_line(error), file=sys.stderr)
         return failure_code(error)
     except SignalException as error:
-        print(stop_line(signal.Signals(error.sigval).name, kills.dropped), file=sys.stderr)
+        saves = job is None or job.run.save_checkpoints
+        print(stop_line(signal.Signals(error.sigval).name, kills.dropped, ends, saves), file=sys.stderr)
         return 128 + int(error.sigval)
     except RendezvousError as error:
         # The rendezvous store went with its node (the head node lost, or its agent killed): this
@@ -181,20 +216,28 @@ def main(argv: list[str] | None = None) -> int:
 _TRAINER_MODULES = (WORKER_MODULE, "trainer.train")
 
 
-def job_stop_grace_s(args) -> int | None:
-    """The seconds the job torchrun starts gives its workers from a stop signal to their exit
-    (trainer/job_scripts.py ``stop_grace_s``: the step in flight and a checkpoint save); None when
-    the command runs no job directory, or one that does not load (its worker says why)."""
+def _job_of(args) -> JobSpec | None:
+    """The job torchrun starts; None when the command runs no job directory, or one that does not
+    load (its worker says why)."""
     script_args = list(getattr(args, "training_script_args", None) or [])
     if not getattr(args, "module", False) or args.training_script not in _TRAINER_MODULES or not script_args:
         return None
-    from trainer.job_scripts import stop_grace_s
     from trainer.job_spec import JobSpec
 
     try:
-        return stop_grace_s(JobSpec.load(script_args[0]).plan)
+        return JobSpec.load(script_args[0])
     except (ValueError, OSError):
         return None
+
+
+def job_stop_grace_s(args) -> int | None:
+    """The seconds the job torchrun starts gives its workers from a stop signal to their exit
+    (trainer/job_scripts.py ``stop_grace_s``: the step in flight and a checkpoint save); None
+    without a job (``_job_of``)."""
+    from trainer.job_scripts import stop_grace_s
+
+    job = _job_of(args)
+    return None if job is None else stop_grace_s(job.plan)
 
 
 def give_workers_their_grace(args) -> None:
@@ -203,11 +246,14 @@ def give_workers_their_grace(args) -> None:
     nothing saved). Unless ``--shutdown-timeout`` or ``TORCH_ELASTIC_SHUTDOWN_TIMEOUT`` sets that
     wait, it is the job's stop grace. A torch without the knob (it came in 2026) takes it as the
     default of the agent's stop (``PContext.close``)."""
-    if os.environ.get("TORCH_ELASTIC_SHUTDOWN_TIMEOUT") or getattr(args, "shutdown_timeout", None) is not None:
+    given = os.environ.get("TORCH_ELASTIC_SHUTDOWN_TIMEOUT") or getattr(args, "shutdown_timeout", None)
+    if given is not None:
+        os.environ[STOP_GRACE_ENV] = str(given)  # the workers size their stop by it (trainer/preemption.py)
         return
     grace = job_stop_grace_s(args)
     if grace is None:
         return
+    os.environ[STOP_GRACE_ENV] = str(grace)
     if hasattr(args, "shutdown_timeout"):
         args.shutdown_timeout = grace
         return
@@ -219,6 +265,50 @@ def give_workers_their_grace(args) -> None:
         return close(self, death_sig, timeout)
 
     PContext.close = close_with_grace  # type: ignore[method-assign]
+
+
+def _record_worker_ends() -> list[int | None]:
+    """The workers' exit codes at the agent's last stop (``SubprocessContext._close``), filled in
+    as it ends them: a stop at once (a negative code) or a save first (the trainer's code)."""
+    from torch.distributed.elastic.multiprocessing.api import SubprocessContext
+
+    close = getattr(SubprocessContext._close, "__wrapped__", SubprocessContext._close)
+    ends: list[int | None] = []
+
+    def close_and_record(self, death_sig, timeout=30):
+        close(self, death_sig, timeout)
+        ends[:] = [handler.proc.returncode for handler in self.subprocess_handlers.values()]
+
+    close_and_record.__wrapped__ = close  # type: ignore[attr-defined]
+    SubprocessContext._close = close_and_record  # type: ignore[method-assign]
+    return ends
+
+
+def say_restarts(saves_checkpoints: bool) -> None:
+    """One line per elastic restart (``--max-restarts``): torch's agent says it only at INFO, which
+    torchrun does not show (trial s49 M7)."""
+    from torch.distributed.elastic.agent.server.api import SimpleElasticAgent
+    from torch.distributed.elastic.agent.server.local_elastic_agent import LocalElasticAgent
+
+    monitor = getattr(LocalElasticAgent._monitor_workers, "__wrapped__", LocalElasticAgent._monitor_workers)
+    restart = getattr(SimpleElasticAgent._restart_workers, "__wrapped__", SimpleElasticAgent._restart_workers)
+
+    def monitor_and_keep(self, worker_group):
+        self.trainplan_last_result = monitor(self, worker_group)
+        return self.trainplan_last_result
+
+    def say_and_restart(self, worker_group):
+        last = getattr(self, "trainplan_last_result", None)
+        if last is not None and last.failures:  # not a restart for a node joining
+            spec = worker_group.spec
+            line = restart_line(last.failures, self._remaining_restarts, spec.max_restarts, saves_checkpoints)
+            print(line, file=sys.stderr, flush=True)
+        return restart(self, worker_group)
+
+    monitor_and_keep.__wrapped__ = monitor  # type: ignore[attr-defined]
+    say_and_restart.__wrapped__ = restart  # type: ignore[attr-defined]
+    LocalElasticAgent._monitor_workers = monitor_and_keep  # type: ignore[method-assign]
+    SimpleElasticAgent._restart_workers = say_and_restart  # type: ignore[method-assign]
 
 
 def ignore_node_rank_off_static(args) -> None:

@@ -160,7 +160,9 @@ def test_a_job_survives_every_kind_of_kill_and_matches_an_uninterrupted_run(tmp_
         if kind == "ctrl-c":  # what a terminal sends to the launcher
             proc.send_signal(signal.SIGINT)
             assert proc.wait(90) == ExitCode.ABORTED, (note, log.read_text()[-3000:])
-            assert re.search(r"SIGINT: saved checkpoint at step \d+; exiting", log.read_text()), note
+            # saved, or, landing just after a checkpoint, stopped at once (trial s49 M4: nothing to protect)
+            stopped = r"SIGINT: (saved checkpoint at step \d+; exiting|stopping at once .*: nothing trained since)"
+            assert re.search(stopped, log.read_text()), note
             # trial s33: a Ctrl-C reported "run preempted"
             assert json.loads((job / "report.json").read_text())["outcome"] == "interrupted", note
         elif kind == "launcher":  # the agent gets SIGTERM from the kernel, its workers save

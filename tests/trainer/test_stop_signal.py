@@ -1,0 +1,252 @@
+"""A stop signal (SIGTERM, Ctrl-C) is answered at once, and a step that protects nothing or cannot
+end within the stop grace is not waited for (trial s49 M4: a Ctrl-C 75 s into a 10-minute CPU step
+got no word, then torchrun's SIGKILL two minutes later); torchrun's lines at a stop and at an
+elastic restart (M7, L3)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+
+import pytest
+from support.jobs import write_job
+
+import trainer.preemption as preemption
+import trainer.step as step_module
+from planner.errors import ExitCode
+from planner.layout import Layout
+from trainer.preemption import STOP_GRACE_ENV, StopPoint, choose_stop
+from trainer.train import main
+
+
+def point(**given) -> StopPoint:
+    """Step 5 in flight, 2 of 8 micro-batches done after 10 s; checkpoint step-000003; 1 s saves."""
+    fields = dict(
+        steps_done=4,
+        last_saved_step=3,
+        last_saved="step-000003",
+        saves_checkpoints=True,
+        new_steps=True,
+        in_step_s=10.0,
+        micro_batch=(2, 8),
+        step_s=30.0,
+        save_s=1.0,
+        at_end=False,
+    )
+    return StopPoint(**{**fields, **given})  # type: ignore[arg-type]
+
+
+def test_a_step_that_can_end_within_the_grace_is_finished_and_said_so() -> None:
+    choice = choose_stop("SIGINT", point(), grace_s=120)
+    assert not choice.at_once
+    # the rest from this step's own pace (6 micro-batches at 5 s), not the plan's GPU step
+    assert (
+        choice.line
+        == "SIGINT: finishing step 5 (micro-batch 2 of 8), about 30 s more, then saving a checkpoint and exiting"
+    )
+    between = choose_stop("SIGTERM", point(in_step_s=None), grace_s=120)  # in an evaluation or a save
+    assert not between.at_once and between.line.startswith("SIGTERM: stopping after step 4; saving a checkpoint")
+    just_saved = choose_stop("SIGTERM", point(in_step_s=None, steps_done=3, new_steps=False), grace_s=120)
+    assert just_saved.at_once and just_saved.line.startswith("SIGTERM: stopping at once after step 3: nothing")
+
+
+def test_nothing_to_protect_stops_at_once() -> None:
+    start = choose_stop("SIGINT", point(steps_done=0, last_saved_step=-1, last_saved=None, new_steps=False), 120)
+    assert start.at_once
+    assert start.line == (
+        "SIGINT: stopping at once in step 1 (micro-batch 2 of 8): nothing trained since the start; a rerun starts"
+        " from step 0"
+    )
+    saved = choose_stop("SIGTERM", point(steps_done=3, new_steps=False), 120)
+    assert (
+        saved.at_once and "nothing trained since checkpoint step-000003; a rerun resumes from step-000003" in saved.line
+    )
+    off = choose_stop("SIGTERM", point(saves_checkpoints=False, last_saved_step=-1, last_saved=None), 120)
+    assert off.at_once and "this job saves no checkpoints (--no-checkpoints), so its 4 steps are lost" in off.line
+
+
+def test_a_step_that_would_outlast_the_grace_stops_at_once() -> None:
+    # 20 s to go and a 1 s save: past 80 % of a 25 s grace (the exit needs the rest)
+    late = choose_stop("SIGTERM", point(), grace_s=25)
+    assert late.at_once
+    assert "would outlast the 25 s stop grace; a rerun resumes from step-000003, training step 4 again" in late.line
+    wide = choose_stop("SIGTERM", point(steps_done=7), grace_s=25).line
+    assert "training steps 4-7 again" in wide
+    # before a micro-batch is done, the launch's last measured step says how long it takes
+    assert choose_stop("SIGTERM", point(micro_batch=(0, 8), in_step_s=1.0), grace_s=30).at_once
+    assert not choose_stop("SIGTERM", point(micro_batch=(0, 8), in_step_s=1.0), grace_s=60).at_once
+    assert not choose_stop("SIGTERM", point(), grace_s=None).at_once  # nobody kills it: finish
+    assert not choose_stop("SIGTERM", point(at_end=True), grace_s=1).at_once  # its own end: save, test, report
+
+
+class Ended(BaseException):
+    """In place of the process's end by its signal (``preemption.end_by``)."""
+
+
+@pytest.fixture
+def signal_in_step(monkeypatch):
+    """``arm(step)``: SIGTERM to this process once the first micro-batch of ``step`` is done; a stop
+    at once raises :class:`Ended` instead of ending pytest."""
+
+    def ended(signum: int) -> None:
+        raise Ended(signum)
+
+    monkeypatch.setattr(preemption, "end_by", ended)
+    tick, steps = step_module.Heartbeat.tick, {"at": 0, "seen": 0}
+
+    def tick_and_signal(self, done: int, total: int) -> None:
+        tick(self, done, total)
+        if done == 0:
+            steps["seen"] += 1
+        if done == 1 and steps["seen"] == steps["at"]:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    monkeypatch.setattr(step_module.Heartbeat, "tick", tick_and_signal)
+
+    def arm(step: int) -> None:
+        steps["at"] = step
+
+    return arm
+
+
+def job_of(tmp_path: Path) -> Path:
+    return write_job(tmp_path, Layout(), 1, steps=8, checkpoint_every=2, grad_accum=2, probe_steps=0)
+
+
+def test_a_stop_in_a_step_after_new_steps_finishes_it_and_saves(
+    tmp_path, in_process, signal_in_step, monkeypatch, capsys
+):
+    monkeypatch.delenv(STOP_GRACE_ENV, raising=False)
+    signal_in_step(4)  # step 3 trained since step-000002
+    assert main([str(job_of(tmp_path)), "--device", "cpu"]) == ExitCode.PREEMPTED
+    out = capsys.readouterr().out
+    assert "SIGTERM: finishing step 4 (micro-batch 1 of 2), under a second more, then saving" in out
+    assert "SIGTERM: saved checkpoint at step 4; exiting" in out
+
+
+def test_a_stop_right_after_a_checkpoint_ends_at_once(tmp_path, in_process, signal_in_step, monkeypatch, capsys):
+    monkeypatch.delenv(STOP_GRACE_ENV, raising=False)
+    signal_in_step(3)  # step-000002 holds every step trained
+    job = job_of(tmp_path)
+    with pytest.raises(Ended):
+        main([str(job), "--device", "cpu"])
+    out = capsys.readouterr().out
+    assert (
+        "SIGTERM: stopping at once in step 3 (micro-batch 1 of 2): nothing trained since checkpoint step-000002" in out
+    )
+    assert sorted(p.name for p in (job / "ckpt").iterdir()) == ["step-000002"]
+    report = json.loads((job / "report.json").read_text())  # its report, as a stop at a step's end
+    assert (report["outcome"], report["steps_done"]) == ("preempted", 2)
+
+
+def test_a_step_past_the_grace_ends_at_once(tmp_path, in_process, signal_in_step, monkeypatch, capsys):
+    monkeypatch.setenv(STOP_GRACE_ENV, "0.001")  # from trainer.torchrun: no step fits in it
+    signal_in_step(4)
+    job = job_of(tmp_path)
+    with pytest.raises(Ended):
+        main([str(job), "--device", "cpu"])
+    out = capsys.readouterr().out
+    assert "SIGTERM: stopping at once in step 4 (micro-batch 1 of 2): the rest of it" in out
+    assert "stop grace; a rerun resumes from step-000002, training step 3 again" in out
+    assert sorted(p.name for p in (job / "ckpt").iterdir()) == ["step-000002"]
+
+
+# --------------------------------------------------------------------------- torchrun's lines
+
+
+def test_torchrun_tells_its_workers_the_grace(tmp_path, monkeypatch) -> None:
+    import types
+
+    from tests.trainer.test_stop_grace import make_plan
+    from trainer.job import emit_job
+    from trainer.job_spec import RunSettings
+    from trainer.torchrun import give_workers_their_grace
+
+    emit_job(make_plan(), tmp_path / "job", name="grace", run=RunSettings())
+    monkeypatch.setenv(STOP_GRACE_ENV, "0")  # restored after the test
+    monkeypatch.delenv("TORCH_ELASTIC_SHUTDOWN_TIMEOUT", raising=False)
+    args = types.SimpleNamespace(
+        module=True,
+        training_script="trainer.worker",
+        training_script_args=[str(tmp_path / "job")],
+        shutdown_timeout=None,
+    )
+    give_workers_their_grace(args)
+    assert os.environ[STOP_GRACE_ENV] == "120" == str(args.shutdown_timeout)
+    given = types.SimpleNamespace(**{**vars(args), "shutdown_timeout": 7})
+    give_workers_their_grace(given)
+    assert os.environ[STOP_GRACE_ENV] == "7"  # the user's own wait
+
+
+def test_torchrun_says_a_stop_at_once_and_a_job_without_checkpoints() -> None:
+    from trainer.torchrun import stop_line
+
+    at_once = stop_line("SIGINT", 0, [-signal.SIGINT, -signal.SIGINT])
+    assert (
+        "the workers stopped at once, saving nothing (rank 0's line above says why, and where a rerun starts)"
+        in at_once
+    )
+    assert "saved a checkpoint" in stop_line("SIGTERM", 0, [ExitCode.PREEMPTED, ExitCode.PREEMPTED])
+    assert "saved a checkpoint" in stop_line("SIGTERM", 0, [])  # no codes known
+    # trial s49 L3: "the workers that had begun training saved a checkpoint" under --no-checkpoints
+    off = stop_line("SIGTERM", 0, [ExitCode.PREEMPTED], saves_checkpoints=False)
+    assert "saved a checkpoint" not in off and "this job saves no checkpoints" in off and "from step 0" in off
+
+
+def test_an_elastic_restart_is_one_line_naming_the_rank_its_end_and_the_restarts_left() -> None:
+    from torch.distributed.elastic.multiprocessing.errors import ProcessFailure
+
+    from trainer.torchrun import restart_line
+
+    failures = {1: ProcessFailure(local_rank=1, pid=101, exitcode=-signal.SIGKILL, error_file="")}
+    assert restart_line(failures, left=0, most=1) == (
+        "torchrun: rank 1 stopped by SIGKILL; restarting every worker from the last checkpoint (restart 1 of 1, 0 left)"
+    )
+    failures[0] = ProcessFailure(local_rank=0, pid=100, exitcode=ExitCode.PEER_LOST, error_file="")
+    line = restart_line(failures, left=2, most=3, saves_checkpoints=False)
+    assert "rank 0 exited with code 144, rank 1 stopped by SIGKILL; restarting every worker from step 0" in line
+    assert "(restart 1 of 3, 2 left)" in line
+
+
+def test_the_agents_restart_says_our_line(monkeypatch, capsys) -> None:
+    """The line comes from torch's own agent loop: its monitor's failures, then its restart."""
+    import types
+
+    from torch.distributed.elastic.agent.server.api import RunResult, SimpleElasticAgent, WorkerState
+    from torch.distributed.elastic.agent.server.local_elastic_agent import LocalElasticAgent
+    from torch.distributed.elastic.multiprocessing.errors import ProcessFailure
+
+    from trainer.torchrun import say_restarts
+
+    failed = RunResult(
+        state=WorkerState.FAILED,
+        failures={1: ProcessFailure(local_rank=1, pid=1, exitcode=-signal.SIGKILL, error_file="")},
+    )
+    monkeypatch.setattr(LocalElasticAgent, "_monitor_workers", lambda self, group: failed)
+    monkeypatch.setattr(SimpleElasticAgent, "_restart_workers", lambda self, group: None)
+    say_restarts(saves_checkpoints=True)
+    agent = types.SimpleNamespace(_remaining_restarts=0)
+    group = types.SimpleNamespace(spec=types.SimpleNamespace(max_restarts=1))
+    LocalElasticAgent._monitor_workers(agent, group)
+    SimpleElasticAgent._restart_workers(agent, group)
+    assert capsys.readouterr().err == (
+        "torchrun: rank 1 stopped by SIGKILL; restarting every worker from the last checkpoint (restart 1 of 1, 0 left)\n"
+    )
+
+
+def test_a_failing_answer_leaves_the_flag_and_raises_nothing_into_the_step() -> None:
+    from trainer.preemption import PreemptionFlag
+
+    flag = PreemptionFlag()
+
+    def broken(name: str):
+        raise AttributeError("the session is half built")
+
+    flag.choose = broken
+    try:
+        os.kill(os.getpid(), signal.SIGTERM)  # the handler runs here, in this thread
+        assert flag.requested and flag.signum == signal.SIGTERM
+    finally:
+        flag.close()
