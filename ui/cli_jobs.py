@@ -212,6 +212,10 @@ def run_settings(
     steps = default_steps(plan) if steps is None else steps
     if warmup_steps is not None and warmup_steps >= steps:  # the peak learning rate never reached
         raise ValueError(f"--warmup-steps {warmup_steps}: at least the job's {steps} steps; give fewer")
+    # trial s49 L3: `--no-checkpoints --checkpoint-every 5` was accepted without a word
+    for flag, value in (("--checkpoint-every", checkpoint_every), ("--keep-checkpoints", keep_checkpoints)):
+        if no_checkpoints and value is not None:
+            raise ValueError(f"{flag} {value} with --no-checkpoints: this job saves no checkpoints; give one of them")
     named = dict(
         checkpoint_every=checkpoint_every,
         keep_checkpoints=keep_checkpoints,

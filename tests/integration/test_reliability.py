@@ -115,6 +115,15 @@ BAD_EMIT_AND_RUN = {
         ["emit", "{d}/plan.json", "--out", "{d}/j6", "--checkpoint-every", "0"],
         "--checkpoint-every must be >= 1",
     ),
+    # trial s49 L3: accepted without a word
+    "emit: --checkpoint-every with --no-checkpoints": (
+        ["emit", "{d}/plan.json", "--out", "{d}/j7", "--no-checkpoints", "--checkpoint-every", "5"],
+        "--checkpoint-every 5 with --no-checkpoints: this job saves no checkpoints",
+    ),
+    "emit: --keep-checkpoints with --no-checkpoints": (
+        ["emit", "{d}/plan.json", "--out", "{d}/j8", "--no-checkpoints", "--keep-checkpoints", "3"],
+        "--keep-checkpoints 3 with --no-checkpoints",
+    ),
     "emit: --out is a file": (
         ["emit", "{d}/plan.json", "--out", "{d}/notjson.txt"],
         "cannot create the job directory (File exists)",
