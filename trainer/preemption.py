@@ -75,7 +75,7 @@ def choose_stop(name: str, at: StopPoint, grace_s: float | None) -> StopChoice:
     """Finish the step in flight and save, or stop at once: with checkpoints off, or nothing trained
     since the newest checkpoint, there is nothing to protect; where the step and the save would
     outlast the grace, the launcher's SIGKILL would end it mid-way all the same."""
-    counted = f" (micro-batch {at.micro_batch[0]:,} of {at.micro_batch[1]:,})" if at.micro_batch else ""
+    counted = f" ({at.micro_batch[0]:,} of {at.micro_batch[1]:,} micro-batches done)" if at.micro_batch else ""
     step = f"step {at.steps_done + 1}{counted}"
     where = f"after step {at.steps_done}" if at.in_step_s is None else f"in {step}"
     if at.at_end:
@@ -114,8 +114,9 @@ def _about(seconds: float) -> str:
 
 class PreemptionFlag:
     """SIGTERM (preemption, or the parent's death: trainer/locks.py) and SIGINT (Ctrl-C) set a flag;
-    the loop saves at the next step boundary and exits. Installed once the model is built (before
-    that, :func:`stop_at_once`)."""
+    the loop saves at the next step boundary and exits, unless ``choose`` (the run's answer, said at
+    once) stops the process at once. Installed once the model is built (before that,
+    :func:`stop_at_once`)."""
 
     _installed: PreemptionFlag | None = None
     SIGNALS = (signal.SIGTERM, signal.SIGINT)

@@ -44,7 +44,7 @@ def test_a_step_that_can_end_within_the_grace_is_finished_and_said_so() -> None:
     # the rest from this step's own pace (6 micro-batches at 5 s), not the plan's GPU step
     assert (
         choice.line
-        == "SIGINT: finishing step 5 (micro-batch 2 of 8), about 30 s more, then saving a checkpoint and exiting"
+        == "SIGINT: finishing step 5 (2 of 8 micro-batches done), about 30 s more, then saving a checkpoint and exiting"
     )
     between = choose_stop("SIGTERM", point(in_step_s=None), grace_s=120)  # in an evaluation or a save
     assert not between.at_once and between.line.startswith("SIGTERM: stopping after step 4; saving a checkpoint")
@@ -56,7 +56,7 @@ def test_nothing_to_protect_stops_at_once() -> None:
     start = choose_stop("SIGINT", point(steps_done=0, last_saved_step=-1, last_saved=None, new_steps=False), 120)
     assert start.at_once
     assert start.line == (
-        "SIGINT: stopping at once in step 1 (micro-batch 2 of 8): nothing trained since the start; a rerun starts"
+        "SIGINT: stopping at once in step 1 (2 of 8 micro-batches done): nothing trained since the start; a rerun starts"
         " from step 0"
     )
     saved = choose_stop("SIGTERM", point(steps_done=3, new_steps=False), 120)
@@ -122,7 +122,7 @@ def test_a_stop_in_a_step_after_new_steps_finishes_it_and_saves(
     signal_in_step(4)  # step 3 trained since step-000002
     assert main([str(job_of(tmp_path)), "--device", "cpu"]) == ExitCode.PREEMPTED
     out = capsys.readouterr().out
-    assert "SIGTERM: finishing step 4 (micro-batch 1 of 2), under a second more, then saving" in out
+    assert "SIGTERM: finishing step 4 (1 of 2 micro-batches done), under a second more, then saving" in out
     assert "SIGTERM: saved checkpoint at step 4; exiting" in out
 
 
@@ -134,7 +134,8 @@ def test_a_stop_right_after_a_checkpoint_ends_at_once(tmp_path, in_process, sign
         main([str(job), "--device", "cpu"])
     out = capsys.readouterr().out
     assert (
-        "SIGTERM: stopping at once in step 3 (micro-batch 1 of 2): nothing trained since checkpoint step-000002" in out
+        "SIGTERM: stopping at once in step 3 (1 of 2 micro-batches done): nothing trained since checkpoint step-000002"
+        in out
     )
     assert sorted(p.name for p in (job / "ckpt").iterdir()) == ["step-000002"]
     report = json.loads((job / "report.json").read_text())  # its report, as a stop at a step's end
@@ -148,7 +149,7 @@ def test_a_step_past_the_grace_ends_at_once(tmp_path, in_process, signal_in_step
     with pytest.raises(Ended):
         main([str(job), "--device", "cpu"])
     out = capsys.readouterr().out
-    assert "SIGTERM: stopping at once in step 4 (micro-batch 1 of 2): the rest of it" in out
+    assert "SIGTERM: stopping at once in step 4 (1 of 2 micro-batches done): the rest of it" in out
     assert "stop grace; a rerun resumes from step-000002, training step 3 again" in out
     assert sorted(p.name for p in (job / "ckpt").iterdir()) == ["step-000002"]
 
