@@ -112,6 +112,19 @@ def _about(seconds: float) -> str:
     return f"about {seconds:,.0f} s" if seconds >= 1 else "under a second"
 
 
+def stopped_words(name: str, step: int, saved: bool) -> str:
+    """The run's last line after a stop signal, at ``step``: what it ``saved``, or why nothing."""
+    if saved:
+        return f"{name}: saved checkpoint at step {step}; exiting"
+    if step == 0:
+        return f"{name}: stopped at step 0 before anything was trained; exiting"
+    # trial s37: this said "before anything new was trained" and the rerun began at step 1
+    return (
+        f"{name}: stopped at step {step}; this job saves no checkpoints (--no-checkpoints),"
+        f" so its {step} steps are lost and a rerun starts from step 0; exiting"
+    )
+
+
 class PreemptionFlag:
     """SIGTERM (preemption, or the parent's death: trainer/locks.py) and SIGINT (Ctrl-C) set a flag;
     the loop saves at the next step boundary and exits, unless ``choose`` (the run's answer, said at

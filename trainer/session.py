@@ -31,7 +31,7 @@ from trainer.metrics import MetricsLogger, ProgressBar, StepMetrics, timing_setu
 from trainer.optim import LossScaler, adopt_run, apply_schedule
 from trainer.parallel import Meshes
 from trainer.pipeline import describe_run
-from trainer.preemption import PreemptionFlag, StopPoint, choose_stop, stop_grace_s
+from trainer.preemption import PreemptionFlag, StopPoint, choose_stop, stop_grace_s, stopped_words
 from trainer.probe import (
     JobTiming,
     RunSummary,
@@ -444,18 +444,10 @@ class Session:
             self._report(outcome, test_loss=None)
             return
         if outcome == Outcome.PREEMPTED:
-            name = self.preemption.name()
-            if self.state.step == 0:
-                log.info(f"{name}: stopped at step 0 before anything was trained; exiting")
-            elif not self.run.save_checkpoints:
-                # trial s37: this said "before anything new was trained" and the rerun began at step 1
-                log.info(
-                    f"{name}: stopped at step {self.state.step}; this job saves no checkpoints (--no-checkpoints),"
-                    f" so its {self.state.step} steps are lost and a rerun starts from step 0; exiting"
-                )
-            else:
+            saves = self.state.step > 0 and self.run.save_checkpoints
+            if saves:
                 self.save()
-                log.info(f"{name}: saved checkpoint at step {self.state.step}; exiting")
+            log.info(stopped_words(self.preemption.name(), self.state.step, saves))
             # trial s27: the last launch's report ("stopped" at step 10) stood after a SIGTERM at 16;
             # trial s33: Ctrl-C's was "run preempted"
             self._report(Outcome.INTERRUPTED if self.preemption.by_user else outcome, test_loss=None)
