@@ -27,12 +27,9 @@ from trainer.moe import set_aux_loss_scale, update_router_bias
 from trainer.optim import LossScaler, clip_gradients, global_grad_norm, multiply_gradients
 from trainer.parallel import Meshes, set_micro_batch_sync
 from trainer.pipeline import TiedEmbeddingSync, run_pipeline_step
+from trainer.progress import HEARTBEAT_S  # a long step says how far it is this often
 
 log = logging.getLogger(__name__)
-
-# A step that runs longer than this says how far it is, every so often (trial s43: a CPU run of
-# a 1M-token batch printed nothing for 331 s and looked hung).
-HEARTBEAT_S = 30.0
 
 
 class Heartbeat:
