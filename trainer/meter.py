@@ -62,6 +62,14 @@ class RunMeter:
         capacity = torch.cuda.get_device_properties(self.device).total_memory / GIB
         return MemoryReading(values[0].item(), values[1].item(), capacity)
 
+    def local_reading(self) -> MemoryReading:
+        """This rank's own peaks, no collective: inside a signal handler each rank is at its own
+        point of the step, and an all-reduce there pairs with another rank's step traffic."""
+        if self.device.type != "cuda":
+            return MemoryReading(None, None, None)
+        capacity = torch.cuda.get_device_properties(self.device).total_memory / GIB
+        return MemoryReading(self.max_peak_gib, self.max_reserved_gib, capacity)
+
     def oom_reading(self) -> MemoryReading:
         """What this rank reserved when it ran out of memory (no collective: others may be stuck)."""
         if self.device.type != "cuda":

@@ -34,6 +34,7 @@ from trainer.pipeline import describe_run
 from trainer.preemption import PreemptionFlag, StopPoint, choose_stop, stop_grace_s, stopped_words
 from trainer.probe import (
     JobTiming,
+    MemoryReading,
     RunSummary,
     band_words,
     check_measured_fit,
@@ -312,9 +313,11 @@ class Session:
         )
 
     def _last_words(self) -> None:
-        """Before a stop at once, this launch's report; none when it trained nothing (then the last one stands)."""
+        """Before a stop at once, this launch's report; none when it trained nothing (then the last one
+        stands). In the signal handler: this rank's peaks, no collective (review49 H1)."""
         if self.meter.step_times:
-            self._report(Outcome.INTERRUPTED if self.preemption.by_user else Outcome.PREEMPTED, test_loss=None)
+            outcome = Outcome.INTERRUPTED if self.preemption.by_user else Outcome.PREEMPTED
+            self._report(outcome, test_loss=None, memory=self.meter.local_reading())
 
     def _kept(self) -> str:
         return step_dir_name(self.last_saved_step) if self.last_saved_step >= 0 else "none yet"
@@ -467,8 +470,8 @@ class Session:
         launch_s = time.perf_counter() - self.started
         return self.state.wall_s + launch_s, launch_s
 
-    def _report(self, outcome: Outcome, test_loss: float | None) -> None:
-        memory = self.meter.reading()
+    def _report(self, outcome: Outcome, test_loss: float | None, memory: MemoryReading | None = None) -> None:
+        memory = self.meter.reading() if memory is None else memory  # reading(): a collective
         earlier = [] if self.metrics is None else self.metrics.earlier_step_times
         if self.metrics is not None:
             self.metrics.close()

@@ -251,3 +251,22 @@ def test_a_failing_answer_leaves_the_flag_and_raises_nothing_into_the_step() -> 
         assert flag.requested and flag.signum == signal.SIGTERM
     finally:
         flag.close()
+
+
+def test_a_stop_at_once_reports_without_a_collective(tmp_path, in_process, signal_in_step, monkeypatch):
+    """The report before a stop at once is written inside the signal handler, where each rank is at
+    its own point of the step: a collective there (the memory peaks' all-reduce, on CUDA) would pair
+    with another rank's step traffic and hang until the launcher's SIGKILL (review49 H1)."""
+    from trainer.meter import RunMeter
+
+    def no_collective(self):
+        raise RuntimeError("a collective inside a signal handler")
+
+    monkeypatch.delenv(STOP_GRACE_ENV, raising=False)
+    monkeypatch.setattr(RunMeter, "reading", no_collective)
+    signal_in_step(3)  # step-000002 holds every step trained: at once
+    job = job_of(tmp_path)
+    with pytest.raises(Ended):
+        main([str(job), "--device", "cpu"])
+    report = json.loads((job / "report.json").read_text())
+    assert (report["outcome"], report["steps_done"]) == ("preempted", 2)
