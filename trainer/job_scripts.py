@@ -250,6 +250,11 @@ def _time_words(spec: JobSpec) -> str:
         where = "--time is emit --slurm-time's"
     else:
         where = f"--time is that at the band's upper end plus the {slurm_signal_lead_s(spec.plan)} s stop lead"
+    if not spec.run.save_checkpoints:
+        return f"""# {where}
+# (sbatch --time overrides it). This job saves no checkpoints (--no-checkpoints), so it must end
+# within one allocation: --signal sends this script USR1 before the limit, which stops the workers
+# and requeues nothing (a rerun would start from step 0)."""
     return f"""# {where}
 # (sbatch --time overrides it). A job longer than the partition allows runs in allocations:
 # --signal sends this script USR1 before the limit; it has the workers save a checkpoint (they
@@ -289,6 +294,7 @@ fi
 # sed reads all of its input: `head -n 1` would make scontrol die of SIGPIPE, failing under pipefail.
 head_node="$(scontrol show hostnames "$SLURM_JOB_NODELIST" | sed -n 1p)"
 : "${{head_node:?no node names in SLURM_JOB_NODELIST}}"
+saves_checkpoints={int(spec.run.save_checkpoints)}  # 0: --no-checkpoints, the time limit requeues nothing
 {SLURM_REQUEUE_TRAP}
 # One torchrun agent per node (ntasks-per-node=1); c10d rendezvous on the first node. In the
 # background, so that the time-limit signal reaches the trap while it runs.
@@ -305,15 +311,21 @@ wait "$srun_pid"
 # (signalling srun itself would make it SIGKILL its tasks); the workers save and exit 143, and only
 # then is the job requeued, so that it resumes from that checkpoint. Any other exit (an error, or
 # the training finished in the lead) is kept and nothing is requeued. A scancel of the job sends no
-# USR1, so a cancelled job stays cancelled.
+# USR1, so a cancelled job stays cancelled. Under --no-checkpoints ($saves_checkpoints 0) nothing is
+# requeued: the rerun would start from step 0 and meet the same limit, allocation after allocation
+# (review49).
 SLURM_REQUEUE_TRAP = """requeue_at_time_limit() {
-  echo "slurm.sbatch: the time limit is near: the workers save a checkpoint, then job $SLURM_JOB_ID is requeued" >&2
+  if [ "$saves_checkpoints" != 1 ]; then
+    echo "slurm.sbatch: the time limit is near: this job saves no checkpoints (--no-checkpoints), so job $SLURM_JOB_ID is stopped, not requeued (a rerun would start from step 0)" >&2
+  else
+    echo "slurm.sbatch: the time limit is near: the workers save a checkpoint, then job $SLURM_JOB_ID is requeued" >&2
+  fi
   scancel --signal=TERM "$SLURM_JOB_ID" || echo "slurm.sbatch: scancel could not signal the workers" >&2
   status=0
   wait "$srun_pid" || status=$?
-  if [ "$status" -eq 143 ]; then
+  if [ "$status" -eq 143 ] && [ "$saves_checkpoints" = 1 ]; then
     scontrol requeue "$SLURM_JOB_ID"
-  else
+  elif [ "$saves_checkpoints" = 1 ]; then
     echo "slurm.sbatch: the workers exited $status, not 143 (saved and stopped): job $SLURM_JOB_ID is not requeued" >&2
   fi
   exit "$status"

@@ -31,9 +31,11 @@ def make_plan(num_nodes: int = 1, gpus_per_node: int = 8, gpu: str = "h100-sxm")
     return jobs.make_plan(Layout(dp_shard=num_gpus), training, num_gpus, num_nodes=num_nodes, gpu=gpu)
 
 
-def emitted(tmp_path: Path, plan: Plan, cluster: ClusterSettings | None = None, name: str = "job") -> Path:
+def emitted(
+    tmp_path: Path, plan: Plan, cluster: ClusterSettings | None = None, name: str = "job", checkpoints: bool = True
+) -> Path:
     job_dir = tmp_path / name
-    emit_job(plan, job_dir, name=name, run=RunSettings(steps=100), cluster=cluster)
+    emit_job(plan, job_dir, name=name, run=RunSettings(steps=100, save_checkpoints=checkpoints), cluster=cluster)
     return job_dir
 
 
@@ -141,12 +143,17 @@ def fake_slurm(bin_dir: Path, log: Path, worker_exit: int) -> dict[str, str]:
     return env
 
 
-@pytest.mark.parametrize(("worker_exit", "requeued"), [(143, True), (1, False)])
-def test_the_time_limit_signal_saves_then_requeues_the_job(tmp_path: Path, worker_exit: int, requeued: bool) -> None:
+@pytest.mark.parametrize(
+    ("worker_exit", "requeued", "checkpoints"), [(143, True, True), (1, False, True), (143, False, False)]
+)
+def test_the_time_limit_signal_saves_then_requeues_the_job(
+    tmp_path: Path, worker_exit: int, requeued: bool, checkpoints: bool
+) -> None:
     """Trial s49 L4: at the time limit the job exited 143 and someone had to sbatch it again. Now
     Slurm's USR1 (--signal=B:USR1) has the workers save (SIGTERM through scancel, to the steps only)
-    and, once they exit 143, requeues the job; workers that fail otherwise are not requeued."""
-    job_dir = emitted(tmp_path, make_plan(gpus_per_node=1))
+    and, once they exit 143, requeues the job; workers that fail otherwise are not requeued, nor a
+    job without checkpoints, whose rerun would start from step 0 and meet the same limit (review49)."""
+    job_dir = emitted(tmp_path, make_plan(gpus_per_node=1), checkpoints=checkpoints)
     assert f"--signal=B:USR1@{slurm_signal_lead_s(make_plan(gpus_per_node=1))}" in directives(job_dir)
     log = tmp_path / "slurm.log"
     env = fake_slurm(tmp_path / "bin", log, worker_exit)
@@ -166,6 +173,7 @@ def test_the_time_limit_signal_saves_then_requeues_the_job(tmp_path: Path, worke
     expected = ["scancel --signal=TERM 77", "saved"] + (["scontrol requeue 77"] if requeued else [])
     assert log.read_text().splitlines() == expected
     assert "the time limit is near" in err and ("not requeued" in err) != requeued
+    assert ("--no-checkpoints" in err) != checkpoints
 
 
 def test_k8s_pods_select_the_plans_gpu_product(tmp_path: Path) -> None:
