@@ -188,10 +188,25 @@ def slurm_time_limit(spec: JobSpec) -> str | None:
     plan without a band (its comment asks for a limit)."""
     if spec.cluster.slurm_time is not None:
         return spec.cluster.slurm_time
+    if (whole_s := whole_run_limit_s(spec)) is None:
+        return None
+    return format_slurm_time(min(whole_s, SLURM_ALLOCATION_CAP_S) if spec.run.save_checkpoints else whole_s)
+
+
+def whole_run_limit_s(spec: JobSpec) -> float | None:
+    """One allocation for the whole run: at the band's pessimistic end, plus the signal lead."""
     if (factor := time_limit_factor(spec.plan)) is None:
         return None
     wall_s, _, fixed_s = allocation_s(spec)
-    return format_slurm_time(fixed_s + (wall_s - fixed_s) * factor + slurm_signal_lead_s(spec.plan))
+    return fixed_s + (wall_s - fixed_s) * factor + slurm_signal_lead_s(spec.plan)
+
+
+# The longest --time written for a job that saves checkpoints: a day, within the GPU partitions'
+# limits of most shared clusters (a --time above a partition's MaxTime is refused at submit or
+# pends forever: review49 M1, "--time=213-01:22:00" for an 8B run on 1T tokens); a longer run goes
+# on as a chain of allocations (the USR1 trap's requeue), each resuming from its last checkpoint.
+# emit --slurm-time sets another (Slurm's own default MaxTime is UNLIMITED).
+SLURM_ALLOCATION_CAP_S = 24 * 3600.0
 
 
 def check_cluster(spec: JobSpec) -> None:
@@ -248,6 +263,11 @@ def _time_words(spec: JobSpec) -> str:
         where = "add a --time limit above that"
     elif spec.cluster.slurm_time is not None:
         where = "--time is emit --slurm-time's"
+    elif spec.run.save_checkpoints and (whole_s := whole_run_limit_s(spec) or 0.0) > SLURM_ALLOCATION_CAP_S:
+        where = (
+            f"--time is a day per allocation (most GPU partitions' limit; the whole run,"
+            f" {format_slurm_time(whole_s)} at the band's upper end, would pend or be refused)"
+        )
     else:
         where = f"--time is that at the band's upper end plus the {slurm_signal_lead_s(spec.plan)} s stop lead"
     if not spec.run.save_checkpoints:

@@ -21,7 +21,13 @@ from planner.layout import Layout, Precision, TrainingConfig
 from planner.plan import Plan
 from trainer.cluster import NVML_NAMES, format_slurm_time, gpu_product, slurm_time_s
 from trainer.job import emit_job
-from trainer.job_scripts import allocation_s, p80_factor, slurm_signal_lead_s
+from trainer.job_scripts import (
+    SLURM_ALLOCATION_CAP_S,
+    allocation_s,
+    p80_factor,
+    slurm_signal_lead_s,
+    whole_run_limit_s,
+)
 from trainer.job_spec import ClusterSettings, JobSpec, RunSettings
 
 
@@ -110,6 +116,30 @@ def test_slurm_time_is_the_p80_allocation_plus_the_stop_lead(tmp_path: Path) -> 
     emit_job(plan, job_dir, name="p80", run=RunSettings(steps=100_000), cluster=given, force=True)
     assert "--time=2-00:00:00" in directives(job_dir)
     assert "--time is emit --slurm-time's" in (job_dir / "slurm.sbatch").read_text()
+
+
+def test_a_run_longer_than_a_day_asks_a_day_per_allocation(tmp_path: Path) -> None:
+    """Review49 M1: an 8B run on 1T tokens wrote --time=213-01:22:00, which a partition's MaxTime
+    refuses at submit or leaves pending for ever; the requeue chain it relies on never started."""
+    from planner.api import build_plan
+    from planner.catalog.models import get_preset
+
+    plan = build_plan(
+        get_preset("llama3.2-1b"), "h100-sxm", Layout(dp_shard=16), TrainingConfig(seq_len=2048),
+        num_gpus=16, training_tokens=1e12,
+    )  # fmt: skip
+    long_run = RunSettings(steps=20_000_000)
+    spec = JobSpec.load(emit_job(plan, tmp_path / "long", name="long", run=long_run).parent)
+    whole_s = whole_run_limit_s(spec)
+    assert whole_s is not None and whole_s > 10 * SLURM_ALLOCATION_CAP_S
+    assert "--time=1-00:00:00" in directives(tmp_path / "long")
+    text = (tmp_path / "long" / "slurm.sbatch").read_text()
+    assert f"the whole run, {format_slurm_time(whole_s)} at the band's upper end, would pend" in text
+    # without checkpoints a requeue starts again from step 0: one allocation for the whole run
+    once = RunSettings(steps=20_000_000, save_checkpoints=False)
+    once_s = whole_run_limit_s(JobSpec.load(emit_job(plan, tmp_path / "once", name="once", run=once).parent))
+    assert once_s is not None and once_s > 10 * SLURM_ALLOCATION_CAP_S  # no checkpoint writes: a little less
+    assert f"--time={format_slurm_time(once_s)}" in directives(tmp_path / "once")
 
 
 @pytest.mark.parametrize(
