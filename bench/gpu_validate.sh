@@ -38,7 +38,7 @@ for MODEL in $MODELS; do
       --global-batch-tokens $((16 * SEQ)) --top 0 --precision "$PRECISION" ${COMPILE:+--compile} --out "$DIR/plan.json" > "$DIR/plan.txt" 2>&1 || true
   if [ ! -f "$DIR/plan.json" ]; then echo "no feasible plan for $MODEL:"; cat "$DIR/plan.txt"; continue; fi
   head -6 "$DIR/plan.txt"
-  "$PY" -m ui.cli emit "$DIR/plan.json" --out "$DIR/job" --steps "$STEPS" --checkpoint-every 100000 \
+  "$PY" -m ui.cli emit "$DIR/plan.json" --out "$DIR/job" --steps "$STEPS" \
       --no-checkpoints > /dev/null
   echo "=== $MODEL: trainplan native trainer"
   timeout 240 "$PY" -m ui.cli run "$DIR/job" --device "$DEVICE" > "$DIR/native.log" 2>&1

@@ -16,7 +16,7 @@ class Model:
 
 
 def failing_train(kind: type[Exception], seen: dict):
-    def train(job_dir, device, steps):
+    def train(job_dir, device, steps, restart_from_scratch=False):
         model = Model()
         model.me = model  # type: ignore[attr-defined]
         seen["model"] = weakref.ref(model)
