@@ -43,6 +43,7 @@ from planner.fmt import energy
 from planner.layout import Precision
 from planner.model.settings import DEFAULT_SETTINGS
 from planner.model.spec import ModelSpec
+from planner.search.ilp import Objective
 from planner.search.ownership import TcoAssumptions
 from planner.units import HOURS_PER_YEAR
 from trainer.job_spec import JobSpec
@@ -161,7 +162,7 @@ def test_changed_inputs_give_the_api_plan_for_the_same_request():
     )
     assert_card_shows(at, request)
     at.sidebar.radio(key="objective").set_value("time").run()
-    assert_card_shows(at, request.model_copy(update={"objective": "time"}))
+    assert_card_shows(at, request.model_copy(update={"objective": Objective.TIME}))  # not a str: it serialises
 
 
 def test_infeasible_request_shows_the_binding_constraint_and_the_fix():
