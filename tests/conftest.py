@@ -76,6 +76,21 @@ LONGEST_MODULES_S = {
     "planner/test_floors.py": 11,
     "trainer/test_model.py": 10,
     "planner/test_models.py": 10,
+    # 2026-12-07 (--durations=0 of a whole run, -n 2, x 1.6 as the figures above): modules of 10 s or
+    # more that were not listed, so ran in collection order (ui/ last), the browser ones among them:
+    # one of 38 s started at the end kept its worker busy while the other idled.
+    "ui/test_app_portfolio_browser.py": 60,
+    "ui/test_app_fleet_browser.py": 37,
+    "ui/test_app_run_losses_browser.py": 22,
+    "ui/test_app_number_box_browser.py": 21,
+    "trainer/test_data_safety.py": 21,
+    "ui/test_app_warm_browser.py": 18,
+    "integration/test_reliability_round3.py": 17,
+    "ui/test_cli_warnings.py": 17,
+    "ui/test_portfolio_helper_cli.py": 16,
+    "trainer/test_report_bands.py": 16,
+    "trainer/test_checkpoint_refusal.py": 16,
+    "ui/test_app_fleet.py": 12,
 }
 
 
