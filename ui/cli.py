@@ -46,6 +46,7 @@ from ui.cli_options import (
     TERM_FILLED,
     TOP,
     app,
+    plan_out,
 )
 from ui.cli_phases import (
     check_estimate_flags,
@@ -127,7 +128,7 @@ def estimate(
     price_kind: str | None = PRICE_KIND,
     term_filled: float = TERM_FILLED,
     network: str | None = NETWORK,
-    out: Path | None = typer.Option(None, help="write a runnable plan file"),
+    out: Path | None = plan_out("write a runnable plan file"),
     stack: Stack = STACK,
     attention: AttentionKernel | None = ATTENTION,
     partition_activations: bool = PARTITION_ACTIVATIONS,
@@ -286,7 +287,7 @@ def plan(
         " budget never judges under the headline figure); at p80/p90 a plan must also fit at its reserved"
         " peak's band's high end where any plan does",
     ),
-    out: Path | None = typer.Option(None, help="write the chosen plan (input of trainplan emit)"),
+    out: Path | None = plan_out("write the chosen plan (input of trainplan emit)"),
     stack: Stack = STACK,
     attention: AttentionKernel | None = ATTENTION,
     partition_activations: bool = PARTITION_ACTIVATIONS,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import typer
 
@@ -79,6 +79,19 @@ def _job_dir(value: str) -> Path:
     if not value.strip():
         raise typer.BadParameter("give a directory name")
     return Path(value)
+
+
+def _plan_file(value: str) -> Path:
+    """A plan file to write, by name: an empty one is refused as ``_job_dir`` refuses it (review49
+    L5: ``estimate --out ""`` said "--out .: Is a directory")."""
+    if not value.strip():
+        raise typer.BadParameter("give a file name")
+    return Path(value)
+
+
+def plan_out(help_text: str) -> Any:
+    """estimate's and plan's ``--out``: the plan file, named (``_plan_file``)."""
+    return typer.Option(None, "--out", parser=_plan_file, metavar="<path>", help=help_text)
 
 
 # metavar: the <path> typer shows for a Path option (a parser's own type would show <Path>)

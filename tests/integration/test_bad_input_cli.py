@@ -122,6 +122,9 @@ CASES = {
     # review s49: "--out" alone matched the refusal of the (non-empty) current directory
     "emit --out ''": (["emit", "{d}/plan.json", "--out", ""], "'--out': give a directory name"),
     "emit --out '  '": (["emit", "{d}/plan.json", "--out", "  "], "'--out': give a directory name"),
+    # review49 L5: "--out .: Is a directory"
+    "estimate --out ''": ([*EST, "--out", ""], "'--out': give a file name"),
+    "plan --out ' '": (["plan", "--model", "tiny", "--tokens", "1e9", "--out", " "], "'--out': give a file name"),
     "emit --seed 10**20": (["emit", "{d}/plan.json", "--out", "{d}/s1", "--seed", "99999999999999999999"], "seed"),
     "lr 1e400 in job.json": (["run", "{d}/hot", "--device", "cpu"], "run.lr"),
     "job.json schema_version 99": (["run", "{d}/future", "--device", "cpu"], "schema_version 99: this trainplan runs"),
