@@ -83,8 +83,7 @@ def choose_stop(name: str, at: StopPoint, grace_s: float | None) -> StopChoice:
     if not at.saves_checkpoints:
         return StopChoice(
             True,
-            f"{name}: stopping at once {where}: this job saves no checkpoints (--no-checkpoints), so its"
-            f" {at.steps_done} steps are lost and a rerun starts from step 0",
+            f"{name}: stopping at once {where}: {_lost_without_checkpoints(at.steps_done)}",
         )
     resume = f"a rerun resumes from {at.last_saved}" if at.last_saved else "a rerun starts from step 0"
     if not at.new_steps:
@@ -119,10 +118,11 @@ def stopped_words(name: str, step: int, saved: bool) -> str:
     if step == 0:
         return f"{name}: stopped at step 0 before anything was trained; exiting"
     # trial s37: this said "before anything new was trained" and the rerun began at step 1
-    return (
-        f"{name}: stopped at step {step}; this job saves no checkpoints (--no-checkpoints),"
-        f" so its {step} steps are lost and a rerun starts from step 0; exiting"
-    )
+    return f"{name}: stopped at step {step}; {_lost_without_checkpoints(step)}; exiting"
+
+
+def _lost_without_checkpoints(steps: int) -> str:
+    return f"this job saves no checkpoints (--no-checkpoints), so its {steps} steps are lost and a rerun starts from step 0"
 
 
 class PreemptionFlag:

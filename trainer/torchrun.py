@@ -180,13 +180,13 @@ def main(argv: list[str] | None = None) -> int:
         return stop.exit_code
     kills = _quiet_stop_chatter()
     ends = _record_worker_ends()
-    job = None
+    saves = True  # without a job (or before it is read): the workers' own words stand
     try:
         args = parse_args(sys.argv[1:] if argv is None else argv)
-        job = _job_of(args)
+        job = job_of(args)
         saves = job is None or job.run.save_checkpoints
         say_restarts(saves)
-        give_workers_their_grace(args)
+        give_workers_their_grace(args, job)
         ignore_node_rank_off_static(args)
         if "OMP_NUM_THREADS" not in os.environ and determine_local_world_size(args.nproc_per_node) > 1:
             # torchrun's own default (one OpenMP thread per worker), without its warning banner
@@ -196,7 +196,6 @@ def main(argv: list[str] | None = None) -> int:
         print(failure_line(error), file=sys.stderr)
         return failure_code(error)
     except SignalException as error:
-        saves = job is None or job.run.save_checkpoints
         print(stop_line(signal.Signals(error.sigval).name, kills.dropped, ends, saves), file=sys.stderr)
         return 128 + int(error.sigval)
     except RendezvousError as error:
@@ -216,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
 _TRAINER_MODULES = (WORKER_MODULE, "trainer.train")
 
 
-def _job_of(args) -> JobSpec | None:
+def job_of(args) -> JobSpec | None:
     """The job torchrun starts; None when the command runs no job directory, or one that does not
     load (its worker says why)."""
     script_args = list(getattr(args, "training_script_args", None) or [])
@@ -230,17 +229,7 @@ def _job_of(args) -> JobSpec | None:
         return None
 
 
-def job_stop_grace_s(args) -> int | None:
-    """The seconds the job torchrun starts gives its workers from a stop signal to their exit
-    (trainer/job_scripts.py ``stop_grace_s``: the step in flight and a checkpoint save); None
-    without a job (``_job_of``)."""
-    from trainer.job_scripts import stop_grace_s
-
-    job = _job_of(args)
-    return None if job is None else stop_grace_s(job.plan)
-
-
-def give_workers_their_grace(args) -> None:
+def give_workers_their_grace(args, job: JobSpec | None) -> None:
     """torchrun SIGKILLs its workers 30 s after passing on SIGTERM or Ctrl-C, whatever they are
     doing; a worker finishes its step, then saves (trial s45: a 4-minute step was killed mid-way,
     nothing saved). Unless ``--shutdown-timeout`` or ``TORCH_ELASTIC_SHUTDOWN_TIMEOUT`` sets that
@@ -250,9 +239,12 @@ def give_workers_their_grace(args) -> None:
     if given is not None:
         os.environ[STOP_GRACE_ENV] = str(given)  # the workers size their stop by it (trainer/preemption.py)
         return
-    grace = job_stop_grace_s(args)
-    if grace is None:
+    if job is None:  # no job directory, or one that does not load (``job_of``)
         return
+    from trainer.job_scripts import stop_grace_s
+
+    # the job's: the step in flight and a checkpoint save (trainer/job_scripts.py ``stop_grace_s``)
+    grace = stop_grace_s(job.plan)
     os.environ[STOP_GRACE_ENV] = str(grace)
     if hasattr(args, "shutdown_timeout"):
         args.shutdown_timeout = grace

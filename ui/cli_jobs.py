@@ -253,7 +253,15 @@ def run(
     from trainer.launch import NodeLaunch, run_job
 
     launch = NodeLaunch(
-        device.value, nproc, steps, max_restarts, nnodes, node_rank, rdzv_endpoint, rdzv_id, restart_from_scratch
+        device=device.value,
+        nproc=nproc,
+        steps=steps,
+        max_restarts=max_restarts,
+        nnodes=nnodes,
+        node_rank=node_rank,
+        rdzv_endpoint=rdzv_endpoint,
+        rdzv_id=rdzv_id,
+        restart_from_scratch=restart_from_scratch,
     )
     code = run_job(job_dir, launch, auto_replan=auto_replan)
     raise typer.Exit(code)

@@ -73,13 +73,13 @@ def test_torchrun_waits_the_jobs_grace_before_its_sigkill(job_dir: Path, monkeyp
 def test_a_torch_without_the_knob_gets_the_grace_as_its_stop_default(job_dir: Path, monkeypatch) -> None:
     from torch.distributed.elastic.multiprocessing.api import PContext
 
-    from trainer.torchrun import give_workers_their_grace
+    from trainer.torchrun import give_workers_their_grace, job_of
 
     waits = []
     monkeypatch.setattr(PContext, "close", lambda self, death_sig=None, timeout=30: waits.append(timeout))
     monkeypatch.delenv("TORCH_ELASTIC_SHUTDOWN_TIMEOUT", raising=False)
     old_args = types.SimpleNamespace(module=True, training_script="trainer.worker", training_script_args=[str(job_dir)])
-    give_workers_their_grace(old_args)
+    give_workers_their_grace(old_args, job_of(old_args))
     PContext.close(object(), signal.SIGTERM)  # as an older agent's _shutdown calls it
     PContext.close(object(), signal.SIGTERM, 5)  # a caller's own timeout stands
     assert waits == [120, 5]

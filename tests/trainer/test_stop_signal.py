@@ -163,7 +163,7 @@ def test_torchrun_tells_its_workers_the_grace(tmp_path, monkeypatch) -> None:
     from tests.trainer.test_stop_grace import make_plan
     from trainer.job import emit_job
     from trainer.job_spec import RunSettings
-    from trainer.torchrun import give_workers_their_grace
+    from trainer.torchrun import give_workers_their_grace, job_of
 
     emit_job(make_plan(), tmp_path / "job", name="grace", run=RunSettings())
     monkeypatch.setenv(STOP_GRACE_ENV, "0")  # restored after the test
@@ -174,10 +174,10 @@ def test_torchrun_tells_its_workers_the_grace(tmp_path, monkeypatch) -> None:
         training_script_args=[str(tmp_path / "job")],
         shutdown_timeout=None,
     )
-    give_workers_their_grace(args)
+    give_workers_their_grace(args, job_of(args))
     assert os.environ[STOP_GRACE_ENV] == "120" == str(args.shutdown_timeout)
     given = types.SimpleNamespace(**{**vars(args), "shutdown_timeout": 7})
-    give_workers_their_grace(given)
+    give_workers_their_grace(given, job_of(given))
     assert os.environ[STOP_GRACE_ENV] == "7"  # the user's own wait
 
 
