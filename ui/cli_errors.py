@@ -4,6 +4,7 @@ chosen. Split from ui/cli.py, which keeps the commands."""
 
 from __future__ import annotations
 
+import difflib
 import errno
 import json
 import os
@@ -21,6 +22,9 @@ from planner.fmt import one_line, printable
 from ui.cli_options import flag_error
 from ui.console import ABORTED_LINE
 
+# Enough to find the option without reading a list.
+MAX_OPTION_SUGGESTIONS = 3
+
 
 def _flush_stdout() -> bool:
     """Flush stdout now (e.g. to /dev/full) so a failure is one line, not an error at exit."""
@@ -36,6 +40,34 @@ def _flush_stdout() -> bool:
 def _error(message: str) -> None:
     """The one line of a user error, without the terminal escapes a file or flag may carry."""
     print(f"trainplan: error: {printable(message)}", file=sys.stderr)
+
+
+def option_suggestions(typed: str, names: list[str]) -> list[str]:
+    """The long options a mistyped ``typed`` most likely meant: those it starts or names a word of
+    (``--days`` -> ``--deadline-days``, ``--gpu`` -> ``--gpus``, ``--per-gpu``), else the closest
+    spellings. click's own list compares the names with their dashes, so ``--days`` got ``--ac``."""
+    word = typed.split("=", 1)[0].lstrip("-").lower()
+    if not word:
+        return []
+    bare = {name.lstrip("-"): name for name in names if name.startswith("--")}
+    by_word = [
+        name
+        for stem, name in bare.items()
+        if stem.startswith(word) or any(part.startswith(word) for part in stem.split("-"))
+    ]
+    if by_word:
+        return sorted(by_word)[:MAX_OPTION_SUGGESTIONS]
+    close = difflib.get_close_matches(word, list(bare), n=MAX_OPTION_SUGGESTIONS, cutoff=0.6)
+    return [bare[stem] for stem in close]
+
+
+def no_such_option_line(exc: click.exceptions.NoSuchOption) -> str:
+    """``No such option: --days (did you mean --deadline-days?)``, from the command's own options."""
+    names = [opt for param in exc.ctx.command.params for opt in param.opts + param.secondary_opts] if exc.ctx else []
+    guesses = option_suggestions(exc.option_name, names) if names else sorted(exc.possibilities or [])
+    listed = ", ".join(guesses[:-1]) + " or " + guesses[-1] if len(guesses) > 1 else "".join(guesses)
+    hint = f" (did you mean {listed}?)" if guesses else " (see --help)"
+    return f"{exc.message}{hint}"
 
 
 def run(app: typer.Typer, argv: list[str] | None = None) -> int:
@@ -58,6 +90,9 @@ def _run(app: typer.Typer, argv: list[str] | None) -> int:
         return ExitCode.OK
     except click.exceptions.NoArgsIsHelpError:
         return ExitCode.OK
+    except click.exceptions.NoSuchOption as exc:
+        _error(no_such_option_line(exc))
+        return ExitCode.INVALID
     except click.ClickException as exc:
         # typer >= 0.2x converts an enum flag with pydantic and keeps its "Value error, " prefix
         _error(exc.format_message().replace(": Value error, ", ": "))

@@ -1,0 +1,50 @@
+"""A mistyped long option names the options it most likely meant (click's own list compared the
+names with their dashes: ``plan --days 30`` suggested ``--ac``, ``--budget`` ``--out``)."""
+
+import io
+from contextlib import redirect_stderr, redirect_stdout
+
+import pytest
+
+from planner.errors import ExitCode
+from ui.cli import main
+from ui.cli_errors import MAX_OPTION_SUGGESTIONS, option_suggestions
+
+PLAN = ("plan", "--model", "gpt3-125m", "--tokens", "1e9")
+
+
+def refused_line(*args: str) -> str:
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with redirect_stdout(stdout), redirect_stderr(stderr):
+        code = main(list(args))
+    lines = stderr.getvalue().splitlines()
+    assert code == ExitCode.INVALID and len(lines) == 1, stderr.getvalue()
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    ("typed", "meant"),
+    [
+        ("--days", "(did you mean --deadline-days?)"),
+        ("--deadline", "(did you mean --deadline-days?)"),
+        ("--budget", "(did you mean --budget-usd?)"),
+        ("--gpu", "(did you mean --gpus, --max-gpus or --per-gpu?)"),
+        ("--objectiv", "(did you mean --objective?)"),
+        ("--xyzzy", "(see --help)"),
+    ],
+)
+def test_plan_names_the_option_meant(typed: str, meant: str) -> None:
+    assert refused_line(*PLAN, typed, "3") == f"trainplan: error: No such option: {typed} {meant}"
+
+
+def test_each_command_suggests_from_its_own_options() -> None:
+    line = refused_line("estimate", "--model", "llama3-8b", "--gpu", "h100-sxm", "--num-gpu", "8")
+    assert line.endswith("(did you mean --num-gpus?)"), line
+
+
+def test_suggestions_rank_words_before_spellings_and_stay_short() -> None:
+    names = ["--seq-len", "--seed", "-s", "--sequence-parallel", "--set", "--sep", "--serve"]
+    assert option_suggestions("--se", names) == ["--seed", "--sep", "--seq-len"]
+    assert len(option_suggestions("--se", names)) == MAX_OPTION_SUGGESTIONS
+    assert option_suggestions("--sed", names)[0] == "--seed"  # no word starts so: the closest spellings
+    assert option_suggestions("--", names) == []
