@@ -19,7 +19,7 @@ except ImportError:  # pragma: no cover - older typer uses click itself
 
 from planner.errors import ExitCode
 from planner.fmt import one_line, printable
-from ui.cli_options import flag_error
+from ui.cli_options import flag_error, value_error
 from ui.console import ABORTED_LINE
 
 # Enough to find the option without reading a list.
@@ -70,6 +70,22 @@ def no_such_option_line(exc: click.exceptions.NoSuchOption) -> str:
     return f"{exc.message}{hint}"
 
 
+def bad_parameter_line(exc: click.exceptions.BadParameter) -> str:
+    """A flag's value typer refused, worded as every range error: ``--keep-checkpoints must be >= 1
+    (got 0)``, not pydantic's "Invalid value for '--keep-checkpoints': Input should be greater than
+    or equal to 1" (review s49: the range errors read three ways)."""
+    from pydantic import ValidationError
+
+    cause = exc.__cause__
+    names = exc.param.opts if exc.param is not None else []
+    if isinstance(cause, ValidationError) and cause.errors() and names:
+        return value_error(max(names, key=len), cause, cause.errors()[0])
+    if names:  # a callback's own refusal: ``--price-kind: 'bogus' is not one of ...``, as an enum's
+        return f"{max(names, key=len)}: {exc.message}"
+    # typer >= 0.2x converts an enum flag with pydantic and keeps its "Value error, " prefix
+    return exc.format_message().replace(": Value error, ", ": ")
+
+
 def run(app: typer.Typer, argv: list[str] | None = None) -> int:
     """Run ``app``: map user errors to one line + exit 2; let real bugs raise."""
     code = _run(app, argv)
@@ -92,6 +108,9 @@ def _run(app: typer.Typer, argv: list[str] | None) -> int:
         return ExitCode.OK
     except click.exceptions.NoSuchOption as exc:
         _error(no_such_option_line(exc))
+        return ExitCode.INVALID
+    except click.exceptions.BadParameter as exc:
+        _error(bad_parameter_line(exc))
         return ExitCode.INVALID
     except click.ClickException as exc:
         # typer >= 0.2x converts an enum flag with pydantic and keeps its "Value error, " prefix

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
@@ -16,6 +17,7 @@ from planner.layout import Precision, Sharding
 from planner.model.stacks import DEEPSPEED_FSDP_WORD, Stack
 from planner.request import DEFAULT_SEQ_LEN, DEFAULT_TOP_K
 from planner.search.space import DEFAULT_MAX_GPUS
+from ui.inputs import must_be, pydantic_requirement
 
 if TYPE_CHECKING:
     from trainer.job_spec import ClusterSettings
@@ -310,7 +312,6 @@ FLAG_RULES = {
     ),
 }
 _FLAG = re.compile(r"--[a-z][a-z0-9-]*")
-_BOUNDS = (("gt", ">"), ("ge", ">="), ("lt", "<"), ("le", "<="))
 
 
 def invoked_command(args: list[str]):
@@ -348,15 +349,16 @@ def flag_error(exc: BaseException, args: list[str]) -> str | None:
     flag = flags.get(FIELD_DESTS.get(loc[0], loc[0])) if loc else None
     if flag is None or not any(arg == flag or arg.startswith(f"{flag}=") for arg in args):
         return None
-    return " ".join([flag, *loc[1:]]) + _requirement(exc, found[0])
+    return value_error(" ".join([flag, *loc[1:]]), exc, found[0])
 
 
-def _requirement(exc: BaseException, error: dict) -> str:
-    """What a pydantic error asks of the value: `` must be >= 1 (got 0)``, or its own message."""
+def value_error(what: str, exc: BaseException, error: Mapping[str, Any]) -> str:
+    """The line of a pydantic error on the value of ``what`` (a flag, or a flag and a field):
+    ``--steps must be >= 1 (got 0)`` (``ui.inputs.must_be``), else pydantic's own message."""
     ctx, got = error.get("ctx") or {}, error.get("input")
-    bounds = [f"{sign} {ctx[key]}" for key, sign in _BOUNDS if key in ctx]
-    if bounds:
-        return f" must be {' and '.join(bounds)} (got {got})"
+    requirement = pydantic_requirement(error)
+    if requirement is not None:
+        return must_be(what, requirement, got)
     if "expected" in ctx:  # a Literal or an enum: pydantic quotes the choices
-        return f" must be {ctx['expected']} (got {got!r})"
-    return ": " + one_line(exc, where=False)
+        return must_be(what, ctx["expected"], repr(got))
+    return f"{what}: {one_line(exc, where=False)}"

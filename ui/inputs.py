@@ -7,9 +7,31 @@ from __future__ import annotations
 
 import errno
 import math
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from planner.layout import ActivationCheckpointing
+
+# A bound of pydantic's error context and its sign: every range error reads ">= 1", not its words.
+BOUND_SIGNS = (("gt", ">"), ("ge", ">="), ("lt", "<"), ("le", "<="))
+# What a value that did not parse had to be, by pydantic's error type.
+PARSE_REQUIREMENTS = {"int_parsing": "a whole number", "int_from_float": "a whole number", "float_parsing": "a number"}
+
+
+def must_be(what: str, requirement: str, got: object) -> str:
+    """The one wording of a refused value, flag or field: ``--steps must be >= 1 (got 0)``."""
+    return f"{what} must be {requirement} (got {got})"
+
+
+def pydantic_requirement(error: Mapping[str, Any]) -> str | None:
+    """What one pydantic error asks of the value (``>= 1 and <= 65,535``, ``a whole number``), or None
+    when it says something else (an enum, a pattern), which keeps pydantic's own sentence."""
+    ctx = error.get("ctx") or {}
+    bounds = [f"{sign} {_shown(ctx[key])}" for key, sign in BOUND_SIGNS if key in ctx]
+    if bounds:
+        return " and ".join(bounds)
+    return PARSE_REQUIREMENTS.get(str(error.get("type")))
 
 
 def parse_pairs(
@@ -46,7 +68,7 @@ def parse_pairs(
             raise ValueError(f"{what}: '{item}' is not ID=NUMBER") from None
         check_range(f"{what} {key}", number, low, high, low_open=low_open)
         if whole and not number.is_integer():
-            raise ValueError(f"{what} {key} must be a whole number, got {value}")
+            raise ValueError(must_be(f"{what} {key}", "a whole number", value))
         out[key] = int(number) if whole else number
     return out
 
@@ -67,7 +89,7 @@ def check_range(
     below = value < high if high_open else value <= high
     if not (math.isfinite(value) and above and below):
         bounds = f"{'>' if low_open else '>='} {_shown(low)} and {'<' if high_open else '<='} {_shown(high)}"
-        raise ValueError(f"{flag} must be a finite number {bounds}, got {value:g}")  # 0, not 0.0 (trial s47 L5)
+        raise ValueError(must_be(flag, f"a finite number {bounds}", f"{value:g}"))  # 0, not 0.0 (trial s47 L5)
 
 
 def whole_tokens(flag: str, value: float | None, high: float) -> int | None:
@@ -77,7 +99,7 @@ def whole_tokens(flag: str, value: float | None, high: float) -> int | None:
     if value is None:
         return None
     if value != int(value):
-        raise ValueError(f"{flag} must be a whole number of tokens, got {value:g}")
+        raise ValueError(must_be(flag, "a whole number of tokens", f"{value:g}"))
     return int(value)
 
 

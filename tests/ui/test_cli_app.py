@@ -21,7 +21,7 @@ from ui.i18n import plain
 @pytest.mark.parametrize(
     ("argv", "needle"),
     [
-        (["--port", "99999"], "--port must be a finite number >= 1 and <= 65,535, got 99999"),
+        (["--port", "99999"], "--port must be a finite number >= 1 and <= 65,535 (got 99999)"),
         (["--port", "-1"], "--port must be a finite number >= 1"),
         (["--address", "no.such.host.invalid"], "--address no.such.host.invalid: cannot resolve it"),
     ],

@@ -23,11 +23,11 @@ def _json(capsys, *args: str) -> dict:
 @pytest.mark.parametrize(
     "flag, value, says",
     [
-        ("--failure-rate-x", "-1", ">= 0 and <= 100, got -1"),
+        ("--failure-rate-x", "-1", ">= 0 and <= 100 (got -1)"),
         ("--failure-rate-x", "nan", "got nan"),
-        ("--checkpoint-write-gb-per-s", "0", "> 0 and <= 10,000, got 0"),
+        ("--checkpoint-write-gb-per-s", "0", "> 0 and <= 10,000 (got 0)"),
         ("--restart-minutes", "1e9", "<= 1,440"),
-        ("--data-stall-pct", "-5", ">= 0 and <= 1,000, got -5"),
+        ("--data-stall-pct", "-5", ">= 0 and <= 1,000 (got -5)"),
         ("--eval-pct", "inf", "got inf"),
         ("--startup-minutes", "-1", ">= 0"),
     ],

@@ -1,5 +1,8 @@
-"""A mistyped long option names the options it most likely meant (click's own list compared the
-names with their dashes: ``plan --days 30`` suggested ``--ac``, ``--budget`` ``--out``)."""
+"""How a refused flag reads. A mistyped long option names the options it most likely meant (click's
+own list compared the names with their dashes: ``plan --days 30`` suggested ``--ac``, ``--budget``
+``--out``). A value out of range reads one way whoever checks it (review s49: ``>= 1, got 0``,
+``>= 1 (got 0)`` and typer's "Invalid value for '--keep-checkpoints': Input should be greater than
+or equal to 1", without the value)."""
 
 import io
 from contextlib import redirect_stderr, redirect_stdout
@@ -48,3 +51,25 @@ def test_suggestions_rank_words_before_spellings_and_stay_short() -> None:
     assert len(option_suggestions("--se", names)) == MAX_OPTION_SUGGESTIONS
     assert option_suggestions("--sed", names)[0] == "--seed"  # no word starts so: the closest spellings
     assert option_suggestions("--", names) == []
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        ((*PLAN, "--term-filled", "2"), "--term-filled must be <= 1 (got 2)"),  # typer's own range
+        ((*PLAN, "--term-filled", "x"), "--term-filled must be a number (got x)"),
+        ((*PLAN, "--max-gpus", "0"), "--max-gpus must be a finite number >= 1 and <= 1,048,576 (got 0)"),  # ours
+        ((*PLAN, "--top", "x"), "--top must be a whole number (got x)"),
+        (
+            ("estimate", "--model", "llama3-8b", "--gpu", "h100-sxm", "--num-gpus", "8", "--micro-batch", "0"),
+            "--micro-batch must be >= 1 (got 0)",
+        ),
+    ],
+)
+def test_range_errors_read_one_way(args: tuple[str, ...], line: str) -> None:
+    assert refused_line(*args) == f"trainplan: error: {line}"
+
+
+def test_a_choice_flag_keeps_its_choices() -> None:
+    line = refused_line(*PLAN, "--risk", "p70")
+    assert line == "trainplan: error: --risk: 'p70' is not one of 'p50', 'p80', 'p90'.", line
