@@ -59,44 +59,36 @@ def context_parallel_comm_s(
 def comm_times(model: ModelSpec, c: Candidates, s: ModelingSettings) -> CommTimes:
     """Per-step collective time of each axis (mesh order pp, dp_replicate, dp_shard, cp, tp)."""
     dtype = compute_dtype_bytes(c)
-    local_params = busiest_stage_params(model, c) / c.tp
     tokens = c.micro_batch * c.seq_len / c.cp
     n_layers = layers_per_stage(model, c)
-    m = c.grad_accum
-    tp_link = comm.group_link(c, c.tp, np.ones_like(c.tp), s)
+    dp, dp_serial = data_parallel_comm_s(model, c, s, n_layers)
+    cp = np.zeros(len(c))
+    if (c.cp > 1).any():  # most searches have no cp rows (cp is searched from 8K tokens on: space.searched_cp)
+        cp_link = comm.group_link(c, c.cp, c.tp, s)
+        cp = context_parallel_comm_s(model, c, s, tokens * dtype, cp_link, n_layers) * n_layers * c.grad_accum
+    return CommTimes(
+        dp=dp,
+        tp=tensor_parallel_comm_s(model, c, s, tokens, n_layers),
+        pp=pipeline_comm_s(model, c, s, tokens),
+        cp=cp,
+        ep=moe.all_to_all_s(model, c, s, dtype) * n_layers * c.grad_accum,
+        dp_serial=dp_serial,
+    )
+
+
+def data_parallel_comm_s(
+    model: ModelSpec, c: Candidates, s: ModelingSettings, n_layers
+) -> tuple[np.ndarray, np.ndarray]:
+    """The step's data-parallel collectives and the share of them nothing hides (DeepSpeed's
+    waited-for ones). Sharded rows gather and reduce over the shard group (``sharded_comm_s``) and
+    all-reduce the shard over the replicas (HSDP); DDP all-reduces the whole gradient once."""
+    local_params = busiest_stage_params(model, c) / c.tp
+    grad_bytes = grad_element_bytes(c, s)
+    reductions = np.where((c.sharding >= SHARD_ZERO2) & (c.pp == 1), c.grad_accum, 1.0)
     # Context-parallel ranks hold the same weights: they shard and reduce with the dp ranks.
     shard_link = comm.group_link(c, c.shard_group, c.tp, s)
     replicate_link = comm.group_link(c, c.dp_replicate, c.dp_shard * c.cp * c.tp, s)
-    pp_link = comm.group_link(c, np.full_like(c.pp, 2), c.dp * c.cp * c.tp, s)
-    # Per step (trainer/parallel.py): FSDP gathers params for each forward and each backward;
-    # ZeRO-1/2 gather once and keep them through the accumulation window. FSDP and ZeRO-2
-    # reduce-scatter gradients (``grad_element_bytes`` each) after every micro-batch (they stay sharded); ZeRO-1 and
-    # pipelines accumulate locally and reduce once. Each pass is one collective per block
-    # (+ one for the root), each paying the ring latency. DDP all-reduces once per step.
-    calls = n_layers + 1
-    grad_bytes = grad_element_bytes(c, s)
-    gathers = np.where(c.sharding == SHARD_FSDP, 2.0 * m, 1.0)
-    reductions = np.where((c.sharding >= SHARD_ZERO2) & (c.pp == 1), m, 1.0)
-
-    def sharded(params, n, link, calls):
-        return gathers * comm.all_gather_s(params * dtype, n, link, calls) + reductions * comm.reduce_scatter_s(
-            params * grad_bytes, n, link, calls
-        )
-
-    # With ep > 1 (or whole experts on tp ranks) a block's experts are their own FSDP unit over
-    # the expert shard group (ranks etp x ep apart), holding 1/ep of the experts (trainer/parallel.py).
-    stage = busiest_stage(model, c)
-    shard_traffic = sharded(local_params, c.shard_group, shard_link, calls)
-    expert_units = (c.ep > 1) | ((c.expert_token_split > 1) & model.is_moe)
-    if expert_units.any():  # a dense model's search has none: the branch is not evaluated
-        experts = stage.experts * stage.expert_held / c.tp
-        expert_link = comm.group_link(c, c.expert_shard_group, c.etp * c.ep, s)
-        shard_traffic = np.where(
-            expert_units,
-            sharded(local_params - stage.experts / c.tp, c.shard_group, shard_link, calls)
-            + sharded(experts, c.expert_shard_group, expert_link, n_layers),
-            shard_traffic,
-        )
+    shard_traffic, expert_units = sharded_comm_s(model, c, s, local_params, shard_link, n_layers)
     replicated_dp = comm.all_reduce_s(local_params * grad_bytes, c.dp * c.cp, comm.group_link(c, c.dp * c.cp, c.tp, s))
     hsdp = reductions * comm.all_reduce_s(local_params * grad_bytes / c.shard_group, c.dp_replicate, replicate_link)
     dp = np.where(c.sharding >= SHARD_ZERO1, shard_traffic + hsdp, replicated_dp)
@@ -107,10 +99,55 @@ def comm_times(model: ModelSpec, c: Candidates, s: ModelingSettings) -> CommTime
         own = (c.sharding >= SHARD_ZERO1) & ~expert_units
         dp = np.where(own, zero.overlappable + zero.serial + hsdp, dp)
         dp_serial = np.where(own, zero.serial, 0.0)
-    # Megatron TP (+SP): one all-reduce-equivalent per row-parallel GEMM forward (2), as many
-    # backward, as many more when recomputing; each is an all-gather (the block input forward,
-    # the output gradient backward) and a reduce-scatter. Under fp8 the all-gathers move float8
-    # (tp_gathered_bytes), the reduce-scatters bf16 partial sums.
+    return dp, dp_serial
+
+
+def sharded_comm_s(
+    model: ModelSpec, c: Candidates, s: ModelingSettings, local_params, shard_link, n_layers
+) -> tuple[np.ndarray, np.ndarray]:
+    """Gathers and gradient reductions over the shard group per step, and which rows shard their
+    experts as units of their own.
+
+    Per step (trainer/parallel.py): FSDP gathers params for each forward and each backward;
+    ZeRO-1/2 gather once and keep them through the accumulation window. FSDP and ZeRO-2
+    reduce-scatter gradients (``grad_element_bytes`` each) after every micro-batch (they stay
+    sharded); ZeRO-1 and pipelines accumulate locally and reduce once. Each pass is one collective
+    per block (+ one for the root), each paying the ring latency."""
+    dtype = compute_dtype_bytes(c)
+    calls = n_layers + 1
+    grad_bytes = grad_element_bytes(c, s)
+    gathers = np.where(c.sharding == SHARD_FSDP, 2.0 * c.grad_accum, 1.0)
+    reductions = np.where((c.sharding >= SHARD_ZERO2) & (c.pp == 1), c.grad_accum, 1.0)
+
+    def sharded(params, n, link, calls):
+        return gathers * comm.all_gather_s(params * dtype, n, link, calls) + reductions * comm.reduce_scatter_s(
+            params * grad_bytes, n, link, calls
+        )
+
+    # With ep > 1 (or whole experts on tp ranks) a block's experts are their own FSDP unit over
+    # the expert shard group (ranks etp x ep apart), holding 1/ep of the experts (trainer/parallel.py).
+    shard_traffic = sharded(local_params, c.shard_group, shard_link, calls)
+    expert_units = (c.ep > 1) | ((c.expert_token_split > 1) & model.is_moe)
+    if expert_units.any():  # a dense model's search has none: the branch is not evaluated
+        stage = busiest_stage(model, c)
+        experts = stage.experts * stage.expert_held / c.tp
+        expert_link = comm.group_link(c, c.expert_shard_group, c.etp * c.ep, s)
+        shard_traffic = np.where(
+            expert_units,
+            sharded(local_params - stage.experts / c.tp, c.shard_group, shard_link, calls)
+            + sharded(experts, c.expert_shard_group, expert_link, n_layers),
+            shard_traffic,
+        )
+    return shard_traffic, expert_units
+
+
+def tensor_parallel_comm_s(model: ModelSpec, c: Candidates, s: ModelingSettings, tokens, n_layers) -> np.ndarray:
+    """Megatron TP (+SP): one all-reduce-equivalent per row-parallel GEMM forward (2), as many
+    backward, as many more when recomputing; each is an all-gather (the block input forward, the
+    output gradient backward) and a reduce-scatter. Under fp8 the all-gathers move float8
+    (``tp_gathered_bytes``), the reduce-scatters bf16 partial sums."""
+    dtype = compute_dtype_bytes(c)
+    tp_link = comm.group_link(c, c.tp, np.ones_like(c.tp), s)
     # Each tp rank routing its own tokens (expert tp off) leaves the routed MLP no tp collective.
     table = block_table(model)
     row_parallel = np.where(
@@ -126,7 +163,7 @@ def comm_times(model: ModelSpec, c: Candidates, s: ModelingSettings) -> CommTime
     activation_elements = tokens * model.hidden_size
     tp = (
         n_layers
-        * m
+        * c.grad_accum
         * tp_collectives
         * (
             comm.all_gather_s(activation_elements * tp_gathered_bytes(c, s), c.tp, tp_link)
@@ -136,21 +173,20 @@ def comm_times(model: ModelSpec, c: Candidates, s: ModelingSettings) -> CommTime
     if s.partition_activations and not s.sequence_parallel:
         # Each checkpointed block gathers its partitioned input before its recompute.
         gathered = comm.all_gather_s(activation_elements * dtype, c.tp, tp_link)
-        tp = tp + n_layers * m * recompute_fraction(c, n_layers) * gathered
-    # Pipeline: activations forward and gradients backward cross each stage boundary; with vpp
-    # chunks per rank every micro-batch crosses vpp times as many boundaries.
-    # Stage outputs are sequence-sharded over tp (sequence parallelism; Megatron's scatter/gather
-    # optimisation before it, Narayanan et al. 2021 sec. 4.1): each tp rank sends 1/tp.
-    activation = tokens * model.hidden_size * dtype / c.tp
-    transfers = s.pp_transfers_per_microbatch * m * c.vpp
+        tp = tp + n_layers * c.grad_accum * recompute_fraction(c, n_layers) * gathered
+    return tp
+
+
+def pipeline_comm_s(model: ModelSpec, c: Candidates, s: ModelingSettings, tokens) -> np.ndarray:
+    """Activations forward and gradients backward across each stage boundary; with vpp chunks per
+    rank every micro-batch crosses vpp times as many boundaries. Stage outputs are sequence-sharded
+    over tp (sequence parallelism; Megatron's scatter/gather optimisation before it, Narayanan et
+    al. 2021 sec. 4.1): each tp rank sends 1/tp. Plus the tied embedding's gradient sync."""
+    pp_link = comm.group_link(c, np.full_like(c.pp, 2), c.dp * c.cp * c.tp, s)
+    activation = tokens * model.hidden_size * compute_dtype_bytes(c) / c.tp
+    transfers = s.pp_transfers_per_microbatch * c.grad_accum * c.vpp
     pp = np.where(c.pp > 1, transfers * comm.p2p_s(activation, pp_link), 0.0)
-    pp = pp + tied_embedding_sync_s(model, c, pp_link, s)
-    cp = np.zeros(len(c))
-    if (c.cp > 1).any():  # most searches have no cp rows (cp is searched from 8K tokens on: space.searched_cp)
-        cp_link = comm.group_link(c, c.cp, c.tp, s)
-        cp = context_parallel_comm_s(model, c, s, tokens * dtype, cp_link, n_layers) * n_layers * m
-    ep = moe.all_to_all_s(model, c, s, dtype) * n_layers * m
-    return CommTimes(dp=dp, tp=tp, pp=pp, cp=cp, ep=ep, dp_serial=dp_serial)
+    return pp + tied_embedding_sync_s(model, c, pp_link, s)
 
 
 def tied_embedding_sync_s(model: ModelSpec, c: Candidates, pp_link, s: ModelingSettings) -> np.ndarray:
