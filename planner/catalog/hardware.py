@@ -82,6 +82,7 @@ class _Text:
     required: bool = True
     pattern: str | None = None  # a regular expression the whole value must match
     example: str = ""  # shown when it does not
+    sourced: bool = False  # a fact read from somewhere (a name a device reports): needs a source, as a number does
 
     def check(self, value: Any, where: str) -> str:
         if not isinstance(value, str) or not value.strip():
@@ -130,6 +131,11 @@ GPU_FIELDS: dict[str, _Num | _Text] = {
     **{f.name: _Num(f.low, f.high, required=False) for f in RATE_FIELDS},
     "default_node": _Text(),
     "default_network": _Text(),
+    # The product name the vendor's driver reports for one device, which its Kubernetes labeller
+    # publishes: NVML's device name for NVIDIA (nvidia-smi's "Name"; GPU feature discovery's
+    # nvidia.com/gpu.product), the amdgpu driver's sysfs product_name for AMD (the AMD node
+    # labeller's amd.com/gpu.product-name). Optional: a GPU without one gets no node selector.
+    "device_name": _Text(required=False, sourced=True),
     "notes": _Text(required=False),
 }
 NODE_FIELDS: dict[str, _Num | _Text] = {
@@ -195,8 +201,9 @@ def _read_sources(raw: Any, values: dict[str, Any], fields: dict[str, _Num | _Te
         if not isinstance(text, str) or not text.strip():
             raise CatalogError(f"{where}: field 'sources.{key}': expected a non-empty string, got {text!r}")
     for name, spec in fields.items():
-        if isinstance(spec, _Num) and name in values and name not in raw:
-            raise CatalogError(f"{where}: field 'sources.{name}': missing (every number needs a source and date)")
+        if (isinstance(spec, _Num) or spec.sourced) and name in values and name not in raw:
+            what = "number" if isinstance(spec, _Num) else "device name"
+            raise CatalogError(f"{where}: field 'sources.{name}': missing (every {what} needs a source and date)")
     return dict(raw)
 
 
@@ -266,6 +273,7 @@ def _gpu_from(values: dict[str, Any], sources: dict[str, str]) -> GPUSpec:
         peak_flops_per_s={p: values[f"{p}_tflops"] * 1e12 for p in PRECISIONS if f"{p}_tflops" in values},
         compute_capability=_capability(values.get("compute_capability")),
         llvm_target=values.get("llvm_target"),
+        device_name=values.get("device_name"),
         scaleup_kind=values["scaleup_kind"],
         peer_access=values.get("peer_access", "direct"),
         scaleup_domain_size=values["scaleup_domain_size"],

@@ -88,6 +88,9 @@ class GPUSpec(BaseModel):
     compute_capability: tuple[int, int] | None = None
     # An AMD GPU's LLVM target ('gfx942'); None for other vendors (AMD_ARCHITECTURES).
     llvm_target: str | None = None
+    # The product name the vendor's driver reports for one device (hardware.GPU_FIELDS
+    # "device_name"); None: not known from a source.
+    device_name: str | None = None
     scaleup_kind: ScaleupKind
     peer_access: PeerAccess = "direct"
     scaleup_domain_size: int
