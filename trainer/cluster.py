@@ -1,5 +1,5 @@
 """What the job's cluster scripts pin besides the plan's counts (trainer/job_scripts.py): the GPU
-product Kubernetes' GPU feature discovery labels nodes with, whether a plan fills its nodes (Slurm's
+resource and product label of the GPU's vendor on Kubernetes, whether a plan fills its nodes (Slurm's
 ``--exclusive``), and Slurm's time-limit syntax. Trial s49: slurm.sbatch and k8s.yaml asked for
 "8 GPUs" of any kind and any network, so a mixed cluster could start the job on smaller GPUs, which
 the probe found only after the queue wait."""
@@ -7,45 +7,77 @@ the probe found only after the queue wait."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from planner.plan import Plan
 
-# The device names NVML reports (nvidia-smi's "Name") of the catalog's NVIDIA GPUs, as the
-# catalog's own matcher reads them (planner/catalog/detect.py; tests check each one matches its
-# entry). NVIDIA's GPU feature discovery labels a node nvidia.com/gpu.product with that name, its
-# spaces made dashes ("NVIDIA-H100-80GB-HBM3"; the GPU Operator installs it). GPUs not listed
-# (AMD's, or a name not seen on a device) get no selector, and the manifest says so.
-NVML_NAMES = {
-    "a10": "NVIDIA A10",
-    "a30": "NVIDIA A30",
-    "a100-40gb-sxm": "NVIDIA A100-SXM4-40GB",
-    "a100-80gb-sxm": "NVIDIA A100-SXM4-80GB",
-    "a100-80gb-pcie": "NVIDIA A100 80GB PCIe",
-    "a800-80gb-sxm": "NVIDIA A800-SXM4-80GB",
-    "b200": "NVIDIA B200",
-    "b300": "NVIDIA B300 SXM6 AC",
-    "gb200": "NVIDIA GB200",
-    "gb300": "NVIDIA GB300",
-    "h20": "NVIDIA H20",
-    "h100-sxm": "NVIDIA H100 80GB HBM3",
-    "h100-pcie": "NVIDIA H100 PCIe",
-    "h100-nvl": "NVIDIA H100 NVL",
-    "h200-sxm": "NVIDIA H200",
-    "h200-nvl": "NVIDIA H200 NVL",
-    "h800": "NVIDIA H800 80GB HBM3",
-    "l4": "NVIDIA L4",
-    "l20": "NVIDIA L20",
-    "l40": "NVIDIA L40",
-    "l40s": "NVIDIA L40S",
-    "rtx-4090": "NVIDIA GeForce RTX 4090",
-}
-GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
+
+@dataclass(frozen=True)
+class K8sGPUVendor:
+    """How one vendor's Kubernetes components expose its GPUs: the device plugin's resource a
+    container requests, and the node label its labeller sets to the GPU's product name (the
+    catalog's ``device_name``, the name the vendor's driver reports, rewritten as that labeller does)."""
+
+    vendor_words: str  # the vendor as the manifest's notes name it
+    resource: str  # the extended resource a container asks for (its count: GPUs per pod)
+    product_label: str  # the node label naming the product
+    labeller: str  # what sets that label, for the manifest's notes
+    space: str  # what a space of the device name becomes in the label value
+    dropped: str = ""  # characters of the device name the labeller leaves out
+    collectives: str = "NCCL"  # the collective library, for the notes (RCCL is NCCL's port: same NCCL_* settings)
+
+    def product(self, device_name: str) -> str:
+        """The label value a node with this device carries."""
+        return device_name.translate({ord(ch): None for ch in self.dropped}).replace(" ", self.space)
 
 
-def gpu_product(gpu_id: str) -> str | None:
-    """The nvidia.com/gpu.product label value of a catalog GPU; None where its device name is not known."""
-    name = NVML_NAMES.get(gpu_id)
-    return None if name is None else name.replace(" ", "-")
+# NVIDIA's device plugin exposes nvidia.com/gpu; its GPU feature discovery (the GPU Operator installs
+# it) labels a node nvidia.com/gpu.product with NVML's device name, spaces made '-'
+# (github.com/NVIDIA/k8s-device-plugin internal/lm/resource.go, productLabel: "NVIDIA-H100-80GB-HBM3").
+NVIDIA_K8S = K8sGPUVendor(
+    vendor_words="NVIDIA",
+    resource="nvidia.com/gpu",
+    product_label="nvidia.com/gpu.product",
+    labeller="NVIDIA GPU feature discovery, which the GPU Operator installs",
+    space="-",
+)
+# AMD's GPU device plugin exposes amd.com/gpu (its default 'single' resource naming); its node
+# labeller (its -product-name flag; the AMD GPU Operator deploys both) sets amd.com/gpu.product-name to
+# the amdgpu driver's sysfs product_name, spaces made '_' and parentheses dropped, where a node holds
+# one product (github.com/ROCm/k8s-device-plugin cmd/k8s-node-labeller/main.go and
+# docs/user-guide/installation.md: an MI300X node, amd.com/gpu.product-name=AMD_Instinct_MI300X_OAM).
+AMD_K8S = K8sGPUVendor(
+    vendor_words="AMD",
+    resource="amd.com/gpu",
+    product_label="amd.com/gpu.product-name",
+    labeller="the AMD GPU node labeller, which the AMD GPU Operator installs",
+    space="_",
+    dropped="()",
+    collectives="RCCL",
+)
+K8S_VENDORS = {"nvidia": NVIDIA_K8S, "amd": AMD_K8S}  # by the catalog's GPUSpec.vendor
+
+
+@dataclass(frozen=True)
+class K8sGPU:
+    """A plan's GPU as Kubernetes names it: its vendor's components, and the product label value
+    (None where the catalog holds no device name: the manifest then selects no product)."""
+
+    vendor: K8sGPUVendor
+    product: str | None
+
+
+def k8s_gpu(gpu_id: str) -> K8sGPU:
+    """The catalog GPU's Kubernetes names. A GPU the catalog does not hold (a hand-edited plan), or
+    of a vendor without an entry in K8S_VENDORS, keeps NVIDIA's resource and no product."""
+    from planner.catalog.hardware import load_catalog
+
+    try:
+        gpu = load_catalog().gpu(gpu_id)
+    except ValueError:
+        return K8sGPU(NVIDIA_K8S, None)
+    vendor = K8S_VENDORS.get(gpu.vendor, NVIDIA_K8S)
+    return K8sGPU(vendor, None if gpu.device_name is None else vendor.product(gpu.device_name))
 
 
 def node_gpus(plan: Plan) -> int | None:

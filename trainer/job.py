@@ -2,8 +2,8 @@
 
 The directory holds ``job.json`` (what the trainer reads) and ready-to-run launchers for one
 node (``launch.sh``), Slurm (``slurm.sbatch``) and Kubernetes (``k8s.yaml``, a Kubeflow
-PyTorchJob), rendered by trainer/job_scripts.py. Here: the plan's run settings and defaults, and
-the checks of the target directory.
+PyTorchJob), rendered by trainer/job_scripts.py and trainer/job_k8s.py. Here: the plan's run
+settings and defaults, and the checks of the target directory.
 """
 
 from __future__ import annotations
@@ -18,15 +18,9 @@ from planner.catalog.calibration import AppliedCalibration
 from planner.fmt import one_line
 from planner.plan import Plan
 from trainer.files import CHECKPOINT_DIR, list_checkpoints, model_identity, saved_identity, write_atomic
+from trainer.job_k8s import check_k8s_names, render_k8s
 from trainer.job_readme import render_readme
-from trainer.job_scripts import (
-    check_cluster,
-    check_k8s_names,
-    one_line_comment,
-    render_k8s,
-    render_launch_sh,
-    render_slurm,
-)
+from trainer.job_scripts import check_cluster, one_line_comment, render_launch_sh, render_slurm
 from trainer.job_spec import (
     DEFAULT_K8S_IMAGE,
     DEFAULT_K8S_PVC,

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from planner.fmt import counted
 from planner.plan import Plan
-from trainer.job_scripts import K8S_JOBS_MOUNT, RDZV_PORT, one_line_comment
+from trainer.job_k8s import K8S_JOBS_MOUNT
+from trainer.job_scripts import RDZV_PORT, one_line_comment
 from trainer.job_spec import JobSpec
 from trainer.worker import WORKER_MODULE
 

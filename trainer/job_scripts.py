@@ -1,38 +1,21 @@
-"""The job directory's launchers, rendered from a ``JobSpec``: ``launch.sh`` (one node),
-``slurm.sbatch`` (Slurm, with the predicted wall time of one allocation), ``k8s.yaml`` (a Kubeflow
-PyTorchJob) and its ``README.md``. Nothing user-supplied reaches a script unquoted: the job name
-matches the JobSpec pattern, paths go through ``shlex.quote``, plan strings in comments are
-flattened to one printable line, and the Kubernetes manifest is JSON (a subset of YAML)."""
+"""The job directory's launchers, rendered from a ``JobSpec``: ``launch.sh`` (one node) and
+``slurm.sbatch`` (Slurm, with the predicted wall time of one allocation); ``k8s.yaml`` (a Kubeflow
+PyTorchJob) is trainer/job_k8s.py's, and its ``README.md`` trainer/job_readme.py's. Nothing
+user-supplied reaches a script unquoted: the job name matches the JobSpec pattern, paths go through
+``shlex.quote``, and plan strings in comments are flattened to one printable line."""
 
 from __future__ import annotations
 
-import json
 import math
-import re
 import shlex
 from pathlib import Path
 
 from planner.fmt import counted, duration_words
 from planner.plan import Plan
-from trainer.cluster import (
-    GPU_PRODUCT_LABEL,
-    fills_nodes,
-    format_slurm_time,
-    gpu_product,
-    network_id,
-    rdma_request,
-    slurm_time_s,
-)
-from trainer.job_spec import (
-    K8S_IMAGE_PATTERN,
-    K8S_NO_GPU_SELECTOR,
-    K8S_PVC_PATTERN,
-    ClusterSettings,
-    JobSpec,
-)
+from trainer.cluster import fills_nodes, format_slurm_time, network_id, slurm_time_s
+from trainer.job_spec import JobSpec
 from trainer.worker import WORKER_MODULE
 
-K8S_JOBS_MOUNT = "/jobs"  # where the PVC is mounted in the pods
 # What each pod requests besides its GPUs, per worker process (trial s27a: it requested none, so
 # its pods were BestEffort, the first Kubernetes evicts under memory pressure, and /dev/shm had no
 # bound). Choices, not measured: a CUDA PyTorch worker holds a few GiB resident (context, libraries,
@@ -57,7 +40,7 @@ def procs_per_node(plan: Plan) -> int:
     return plan.num_gpus // plan.num_nodes
 
 
-def _summary(spec: JobSpec) -> str:
+def job_summary(spec: JobSpec) -> str:
     plan = spec.plan
     return one_line_comment(
         f"{plan.model.name} on {plan.num_gpus} x {plan.gpu} ({counted(plan.num_nodes, 'node')}), "
@@ -86,7 +69,7 @@ def render_launch_sh(spec: JobSpec) -> str:
         " bash launch.sh\n"
     )
     return f"""#!/usr/bin/env bash
-# trainplan job {spec.name}: {_summary(spec)}
+# trainplan job {spec.name}: {job_summary(spec)}
 # One node:      bash launch.sh [trainer options, e.g. --steps 100]
 {several}# `trainplan run` does the same with a lock, data preparation and automatic replanning.
 # trainer.torchrun is torchrun that exits 143 on SIGTERM (preemption) and 130 on Ctrl-C, one line each.
@@ -293,7 +276,7 @@ def render_slurm(spec: JobSpec, job_dir: Path | None) -> str:
 #SBATCH --nodes={plan.num_nodes}
 #SBATCH --ntasks-per-node=1
 {_slurm_directives(spec)}
-# trainplan job {spec.name}: {_summary(spec)}
+# trainplan job {spec.name}: {job_summary(spec)}
 {_slurm_pinning(spec)}# predicted: {spec.run.steps:,} steps in {duration_words(wall_s)}, {duration_words(at_p80_s)} at p80 (the band's
 # pessimistic end){_fixed_words(fixed_s)}.
 {_time_words(spec)}
@@ -353,167 +336,8 @@ SLURM_REQUEUE_TRAP = """requeue_at_time_limit() {
 trap requeue_at_time_limit USR1"""
 
 
-# --------------------------------------------------------------------------- k8s.yaml
-
-
-def check_k8s_names(image: str, pvc: str) -> None:
-    """``--k8s-image`` and ``--k8s-pvc`` as Kubernetes takes them (JobSpec's patterns): ValueError
-    naming the flag in one line otherwise."""
-    if not re.match(K8S_IMAGE_PATTERN, image):
-        raise ValueError(f"--k8s-image {image!r}: give an image reference such as registry.example/trainplan:1.0")
-    if not re.match(K8S_PVC_PATTERN, pvc):
-        raise ValueError(f"--k8s-pvc {pvc!r}: a claim name is lower-case letters, digits, '-' and '.'")
-
-
-def k8s_name(name: str) -> str:
-    """A DNS-1035 label from the job name (lower case, '-' for '.' and '_', at most 50 characters
-    so the operator's pod suffixes such as ``-worker-12`` still fit in 63), starting with a letter:
-    the training operator's webhook checks ``NameIsDNS1035Label`` (trial s27: "70b-run" was refused
-    at ``kubectl apply``; it is now "j-70b-run")."""
-    label = re.sub(r"[^a-z0-9-]+", "-", name.lower()).strip("-")[:50].rstrip("-")
-    if label and not label[0].isalpha():
-        label = f"j-{label}"[:50].rstrip("-")
-    return label or "trainplan-job"
-
-
 def host_memory_gib(plan: Plan) -> int:
     """Host memory one node's processes ask for (``*_PER_PROCESS``; /dev/shm and, with optimizer
     states offloaded, the host memory the plan puts them in count too)."""
     offloaded = plan.estimate.memory.host_gib_per_node or 0.0
     return procs_per_node(plan) * (HOST_GIB_PER_PROCESS + SHM_GIB_PER_PROCESS) + math.ceil(offloaded)
-
-
-def host_requests(plan: Plan) -> dict[str, str]:
-    """A pod's CPU and memory requests. Requests, not limits: no CPU throttling, no OOM kill at a
-    guessed bound."""
-    return {"cpu": str(procs_per_node(plan) * CPUS_PER_PROCESS), "memory": f"{host_memory_gib(plan)}Gi"}
-
-
-def gpu_selector(spec: JobSpec) -> dict[str, str]:
-    """The pods' nodeSelector: the GPU product (emit --k8s-gpu-product, else the catalog GPU's;
-    trial s49: a mixed cluster could place the job on smaller GPUs); empty without one."""
-    product = spec.cluster.k8s_gpu_product or gpu_product(spec.plan.gpu)
-    return {} if product in (None, K8S_NO_GPU_SELECTOR) else {GPU_PRODUCT_LABEL: product}
-
-
-def _rdma(cluster: ClusterSettings) -> tuple[dict[str, int], dict]:
-    """The container's RDMA resource and the IPC_LOCK capability NCCL needs to register memory with
-    the NICs (emit --k8s-rdma-resource); nothing without one."""
-    if cluster.k8s_rdma_resource is None:
-        return {}, {}
-    name, count = rdma_request(cluster.k8s_rdma_resource)
-    return {name: count}, {"securityContext": {"capabilities": {"add": ["IPC_LOCK"]}}}
-
-
-def k8s_manifest(spec: JobSpec, image: str, pvc: str) -> dict:
-    """The PyTorchJob (kubeflow.org/v1) as plain data."""
-    plan = spec.plan
-    rdma, privileges = _rdma(spec.cluster)
-    procs = procs_per_node(plan)
-    job_path = f"{K8S_JOBS_MOUNT}/{spec.name}"
-    # The operator sets RANK (the pod's node rank), MASTER_ADDR and MASTER_PORT in each pod;
-    # Kubernetes expands $(VAR) in the command from the container's environment.
-    # trainer.torchrun: torchrun that exits 143 on SIGTERM (retryable under restartPolicy ExitCode),
-    # where plain torchrun raises SignalException and exits 1 (permanent).
-    command = [
-        "python",
-        "-m",
-        "trainer.torchrun",
-        "--nnodes",
-        str(plan.num_nodes),
-        "--nproc-per-node",
-        str(procs),
-        "--node-rank",
-        "$(RANK)",
-        "--master-addr",
-        "$(MASTER_ADDR)",
-        "--master-port",
-        "$(MASTER_PORT)",
-        "-m",
-        WORKER_MODULE,
-        job_path,
-    ]
-    container = {
-        "name": "pytorch",  # the operator looks for a container of this name
-        "image": image,
-        "command": command,
-        "resources": {
-            "limits": {"nvidia.com/gpu": procs, **rdma},
-            "requests": {"nvidia.com/gpu": procs, **rdma, **host_requests(plan)},
-        },
-        **privileges,
-        "volumeMounts": [{"name": "jobs", "mountPath": K8S_JOBS_MOUNT}, {"name": "dshm", "mountPath": "/dev/shm"}],
-    }
-    volumes = [
-        {"name": "jobs", "persistentVolumeClaim": {"claimName": pvc}},
-        # NCCL needs more than the default 64 MiB; bounded, since it counts against the node's memory
-        {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": f"{procs * SHM_GIB_PER_PROCESS}Gi"}},
-    ]
-
-    def replica(count: int) -> dict:
-        # ExitCode: restart pods that exit 128+ (preemption: 143), not on errors such as 2, 3 (replan), 4.
-        return {
-            "replicas": count,
-            "restartPolicy": "ExitCode",
-            "template": {
-                "spec": {
-                    # SIGTERM (eviction, preemption) to SIGKILL: the workers' save, not Kubernetes' 30 s
-                    "terminationGracePeriodSeconds": stop_grace_s(plan) + AGENT_EXIT_S,
-                    **({"nodeSelector": selector} if (selector := gpu_selector(spec)) else {}),
-                    "containers": [container],
-                    "volumes": volumes,
-                }
-            },
-        }
-
-    replicas = {"Master": replica(1)}
-    if plan.num_nodes > 1:
-        replicas["Worker"] = replica(plan.num_nodes - 1)
-    return {
-        "apiVersion": "kubeflow.org/v1",
-        "kind": "PyTorchJob",
-        "metadata": {"name": k8s_name(spec.name), "labels": {"app.kubernetes.io/managed-by": "trainplan"}},
-        "spec": {
-            "nprocPerNode": str(procs),
-            "runPolicy": {"cleanPodPolicy": "None", "backoffLimit": 3},
-            "pytorchReplicaSpecs": replicas,
-        },
-    }
-
-
-def _k8s_notes(spec: JobSpec) -> list[str]:
-    """What the manifest pins and what it leaves to the cluster (GPU product, RDMA, restarts)."""
-    plan, cluster = spec.plan, spec.cluster
-    selector = gpu_selector(spec)
-    notes = [
-        f"GPU: nodeSelector {GPU_PRODUCT_LABEL}={selector[GPU_PRODUCT_LABEL]} (NVIDIA GPU feature discovery, which"
-        " the GPU Operator installs; without it the pods stay Pending); emit --k8s-gpu-product VALUE sets it, none"
-        " drops it"
-        if selector
-        else f"GPU: any; no {GPU_PRODUCT_LABEL} selector for {one_line_comment(plan.gpu)} (emit --k8s-gpu-product VALUE)"
-    ]
-    if plan.num_nodes > 1 and cluster.k8s_rdma_resource is None:
-        notes.append(
-            f"Network: the predicted step assumes {one_line_comment(network_id(plan) or 'the GPU default')}; with no"
-            " RDMA device in the pods NCCL uses TCP sockets, far slower: emit --k8s-rdma-resource NAME[=COUNT]"
-            " (the cluster's RDMA device plugin's, e.g. rdma/ib) requests it and adds the IPC_LOCK capability"
-        )
-    elif plan.num_nodes > 1:
-        notes.append(f"Network: {cluster.k8s_rdma_resource} with IPC_LOCK, for NCCL over InfiniBand/RoCE")
-    notes.append(
-        "Restarts: restartPolicy ExitCode recreates pods that exit 128-255 (preemption 143) without counting them"
-        " against backoffLimit (kubeflow/trainer#2045), which counts the other failures"
-    )
-    return notes
-
-
-def render_k8s(spec: JobSpec) -> str:
-    image, pvc = spec.k8s_image, spec.k8s_pvc
-    header = (
-        f"# trainplan job {spec.name}: {_summary(spec)}\n"
-        f"# Copy this job directory to {K8S_JOBS_MOUNT}/{spec.name} on the PVC {one_line_comment(pvc)} "
-        f"(ReadWriteMany); the image is {one_line_comment(image)} (emit --k8s-image); then: kubectl apply -f k8s.yaml\n"
-        + "".join(f"# {note}.\n" for note in _k8s_notes(spec))
-        + "# Below these comments the manifest is plain JSON, which every YAML parser reads.\n"
-    )
-    return header + json.dumps(k8s_manifest(spec, image, pvc), indent=2) + "\n"

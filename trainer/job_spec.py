@@ -151,7 +151,7 @@ K8S_LABEL_VALUE_PATTERN = r"^[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?$"
 K8S_RESOURCE_PATTERN = (
     r"^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?/[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?(=[1-9]\d{0,3})?$"
 )
-# --k8s-gpu-product none: no GPU node selector (a cluster without NVIDIA's GPU feature discovery)
+# --k8s-gpu-product none: no GPU node selector (a cluster without its GPU vendor's node labeller)
 K8S_NO_GPU_SELECTOR = "none"
 
 
@@ -165,7 +165,8 @@ class ClusterSettings(BaseModel):
     slurm_gpu_type: str | None = Field(None, pattern=SLURM_GRES_TYPE_PATTERN)
     slurm_constraint: str | None = Field(None, pattern=SLURM_CONSTRAINT_PATTERN)  # node features
     slurm_time: str | None = Field(None, pattern=SLURM_TIME_PATTERN)  # None: the plan's p80 allocation
-    # nvidia.com/gpu.product (GPU feature discovery); None: the catalog GPU's; K8S_NO_GPU_SELECTOR: none
+    # The GPU vendor's product label (nvidia.com/gpu.product, amd.com/gpu.product-name: trainer/cluster.py
+    # K8S_VENDORS); None: the catalog GPU's; K8S_NO_GPU_SELECTOR: none
     k8s_gpu_product: str | None = Field(None, pattern=K8S_LABEL_VALUE_PATTERN)
     # The RDMA device plugin's resource NCCL reaches InfiniBand/RoCE through ("rdma/ib", "=N" a count
     # other than 1); None: none requested, so a multi-node job's NCCL falls back to TCP sockets.

@@ -63,8 +63,8 @@ SLURM_TIME = typer.Option(
 K8S_GPU_PRODUCT = typer.Option(
     None,
     "--k8s-gpu-product",
-    help="k8s.yaml's nodeSelector nvidia.com/gpu.product (default: the catalog GPU's, e.g. NVIDIA-H100-80GB-HBM3;"
-    " none: no selector)",
+    help="k8s.yaml's nodeSelector value of the GPU vendor's product label, nvidia.com/gpu.product or"
+    " amd.com/gpu.product-name (default: the catalog GPU's, e.g. NVIDIA-H100-80GB-HBM3; none: no selector)",
 )
 K8S_RDMA_RESOURCE = typer.Option(
     None,

@@ -112,7 +112,7 @@ def portfolio(
 def portfolio_spec(jobs_file: Path, emit_dir: Path | None, k8s: K8sNames) -> JobsFile:
     """The jobs file, refused before the solve where it has no inventory, or where ``--emit`` (with
     ``k8s``, its --k8s-image and --k8s-pvc) could not write its jobs."""
-    from trainer.job_scripts import check_k8s_names
+    from trainer.job_k8s import check_k8s_names
     from trainer.job_spec import DEFAULT_K8S_IMAGE, DEFAULT_K8S_PVC
     from ui.portfolio_file import check_k8s_job_names, read_jobs_file
 

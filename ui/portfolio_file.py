@@ -298,7 +298,7 @@ def past_horizon(spec: JobsFile) -> list[str]:
 def check_k8s_job_names(names: list[str], path: Path) -> None:
     """Each job's Kubernetes name (trainer/job.py ``k8s_name``) is its own (trial s28c: 'Chat_8B' and
     'chat-8b' both became the PyTorchJob chat-8b, so applying the second changed the first)."""
-    from trainer.job_scripts import k8s_name
+    from trainer.job_k8s import k8s_name
 
     seen: dict[str, str] = {}
     for name in names:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -19,7 +20,7 @@ from planner.catalog.detect import match_gpu_name
 from planner.catalog.hardware import load_catalog
 from planner.layout import Layout, Precision, TrainingConfig
 from planner.plan import Plan
-from trainer.cluster import NVML_NAMES, format_slurm_time, gpu_product, slurm_time_s
+from trainer.cluster import AMD_K8S, K8S_VENDORS, NVIDIA_K8S, format_slurm_time, k8s_gpu, slurm_time_s
 from trainer.job import emit_job
 from trainer.job_scripts import (
     SLURM_ALLOCATION_CAP_S,
@@ -28,7 +29,7 @@ from trainer.job_scripts import (
     slurm_signal_lead_s,
     whole_run_limit_s,
 )
-from trainer.job_spec import ClusterSettings, JobSpec, RunSettings
+from trainer.job_spec import K8S_LABEL_VALUE_PATTERN, ClusterSettings, JobSpec, RunSettings
 
 
 def make_plan(num_nodes: int = 1, gpus_per_node: int = 8, gpu: str = "h100-sxm") -> Plan:
@@ -60,13 +61,32 @@ def manifest(job_dir: Path) -> tuple[str, dict]:
     return text, yaml.safe_load(text)
 
 
-@pytest.mark.parametrize("gpu_id", sorted(NVML_NAMES))
-def test_each_gpu_product_name_is_the_device_name_the_catalog_matches(gpu_id: str) -> None:
-    """The label value is NVML's device name with dashes; the catalog's own matcher (planner/catalog/detect.py)
-    maps that name back to the same entry, so the selector names the GPU the plan was made for."""
+NAMED_GPUS = sorted(gpu.id for gpu in load_catalog().gpus.values() if gpu.device_name is not None)
+
+
+@pytest.mark.parametrize("gpu_id", NAMED_GPUS)
+def test_each_catalog_device_name_is_the_device_the_catalog_matches(gpu_id: str) -> None:
+    """A GPU's device name (the name its driver reports, hw_catalog ``device_name``) maps back to the
+    same entry through the catalog's own matcher (planner/catalog/detect.py), so the product label made
+    from it selects the GPU the plan was made for."""
     catalog = load_catalog()
-    assert match_gpu_name(NVML_NAMES[gpu_id], catalog.gpu(gpu_id).memory_bytes, catalog).id == gpu_id
-    assert gpu_product(gpu_id) == NVML_NAMES[gpu_id].replace(" ", "-") and " " not in gpu_product(gpu_id)
+    gpu = catalog.gpu(gpu_id)
+    assert match_gpu_name(gpu.device_name, gpu.memory_bytes, catalog).id == gpu_id
+    product = k8s_gpu(gpu_id).product
+    assert product is not None and " " not in product and re.fullmatch(K8S_LABEL_VALUE_PATTERN, product)
+
+
+def test_the_catalog_names_every_nvidia_device_and_labels_it_as_its_vendor_does() -> None:
+    """Every NVIDIA GPU had a name in trainer/cluster.py's table; the catalog keeps them all (h800 as its
+    devices report it, "NVIDIA H800"). Labels: GPU feature discovery's dashes, AMD's labeller's underscores."""
+    gpus = load_catalog().gpus.values()
+    assert {gpu.id for gpu in gpus if gpu.vendor == "nvidia"} <= set(NAMED_GPUS)
+    assert set(K8S_VENDORS) == {gpu.vendor for gpu in gpus}  # each vendor's components are known
+    assert k8s_gpu("h100-sxm") == type(k8s_gpu("h100-sxm"))(NVIDIA_K8S, "NVIDIA-H100-80GB-HBM3")
+    assert k8s_gpu("h800").product == "NVIDIA-H800"
+    assert k8s_gpu("mi300x").vendor is AMD_K8S and k8s_gpu("mi300x").product == "AMD_Instinct_MI300X_OAM"
+    assert AMD_K8S.product("AMD Instinct MI210 (OAM)") == "AMD_Instinct_MI210_OAM"  # the labeller drops ( )
+    assert k8s_gpu("mi325x").product is None  # no name from a source: no selector, as before
 
 
 def test_slurm_takes_whole_nodes_only_when_the_plan_fills_them(tmp_path: Path) -> None:
@@ -217,9 +237,26 @@ def test_k8s_pods_select_the_plans_gpu_product(tmp_path: Path) -> None:
     assert pod["nodeSelector"] == {"nvidia.com/gpu.product": "NVIDIA-H100-SXM5-80GB"}
     _, none = manifest(emitted(tmp_path, make_plan(), ClusterSettings(k8s_gpu_product="none"), "none"))
     assert "nodeSelector" not in none["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]
-    amd_text, amd = manifest(emitted(tmp_path, make_plan(gpu="mi300x"), name="amd"))
-    assert "nodeSelector" not in amd["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]
-    assert "# GPU: any; no nvidia.com/gpu.product selector for mi300x" in amd_text
+    unnamed_text, unnamed = manifest(emitted(tmp_path, make_plan(gpu="mi325x"), name="unnamed"))
+    assert "nodeSelector" not in unnamed["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]
+    assert "# GPU: any; no amd.com/gpu.product-name selector for mi325x" in unnamed_text
+
+
+def test_k8s_pods_on_amd_gpus_ask_amds_device_plugin_and_labeller(tmp_path: Path) -> None:
+    """An MI300X plan asked for nvidia.com/gpu, which no AMD node offers (the pods stayed Pending), and
+    named NVIDIA's label; AMD's device plugin offers amd.com/gpu, its labeller sets amd.com/gpu.product-name."""
+    text, job = manifest(emitted(tmp_path, make_plan(num_nodes=2, gpu="mi300x"), name="amd"))
+    for replica in job["spec"]["pytorchReplicaSpecs"].values():
+        pod = replica["template"]["spec"]
+        assert pod["nodeSelector"] == {"amd.com/gpu.product-name": "AMD_Instinct_MI300X_OAM"}
+        resources = pod["containers"][0]["resources"]
+        assert resources["limits"] == {"amd.com/gpu": 8} and resources["requests"]["amd.com/gpu"] == 8
+    assert "nvidia" not in text.lower()
+    assert "AMD GPU node labeller" in text and "RCCL uses TCP sockets" in text
+    _, own = manifest(emitted(tmp_path, make_plan(gpu="mi300x"), ClusterSettings(k8s_gpu_product="MI300X"), "own"))
+    assert own["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["nodeSelector"] == {
+        "amd.com/gpu.product-name": "MI300X"
+    }
 
 
 def test_multi_node_k8s_pods_request_the_rdma_device_nccl_needs(tmp_path: Path) -> None:

@@ -24,7 +24,7 @@ from planner.reports import ReplanRequest
 from trainer import launch
 from trainer.files import CHECKPOINT_DIR
 from trainer.job import JOB_FILES, default_job_name, emit_job
-from trainer.job_scripts import host_requests, k8s_name
+from trainer.job_k8s import host_requests, k8s_name
 from trainer.job_spec import ClusterSettings, JobSpec, RunSettings
 from trainer.launch import JobDirLockedError, NodeLaunch, job_lock, run_job
 
