@@ -213,6 +213,8 @@ def _slurm_directives(spec: JobSpec) -> str:
     # A plan that fills its nodes takes them whole (no neighbour's traffic on their NVLink and NICs);
     # a smaller one asks for its share of memory, as a pod does (host_memory_gib).
     lines.append("--exclusive" if fills_nodes(plan) else f"--mem={host_memory_gib(plan)}G")
+    if cluster.slurm_partition:
+        lines.append(f"--partition={cluster.slurm_partition}")
     if cluster.slurm_constraint:
         lines.append(f"--constraint={cluster.slurm_constraint}")
     if (limit := slurm_time_limit(spec)) is not None:
@@ -232,9 +234,14 @@ def _slurm_pinning(spec: JobSpec) -> str:
             f" FEATURE,\n# or sbatch --gpus-per-node=TYPE:{procs_per_node(plan)} slurm.sbatch."
         )
     if plan.num_nodes > 1:
+        choose = (
+            f" (partition {cluster.slurm_partition})"
+            if cluster.slurm_partition
+            else ": choose its partition (emit --slurm-partition, sbatch -p) or feature"
+        )
         notes.append(
             f"# Network: the predicted step assumes {one_line_comment(network_id(plan) or 'the GPU default')}"
-            " between nodes: choose its partition (sbatch -p) or feature."
+            f" between nodes{choose}."
         )
     return "".join(f"{note}\n" for note in notes)
 

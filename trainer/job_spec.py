@@ -141,11 +141,14 @@ DEFAULT_K8S_PVC = "trainplan-jobs"
 K8S_IMAGE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._/:@-]{0,254}$"
 K8S_PVC_PATTERN = r"^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$"
 # The cluster settings' values (ClusterSettings): a Slurm GRES type ("h100", "nvidia_h100_80gb_hbm3"),
-# a Slurm feature expression (--constraint "h100&ib", "[rack1|rack2]"), a Slurm time limit
+# a Slurm feature expression (--constraint "h100&ib", "[rack1|rack2]"), Slurm partition names
+# ("gpu", "h100,h100-low"), a Slurm time limit
 # (minutes, [days-]hours:minutes[:seconds], days-hours, or UNLIMITED), a Kubernetes label value
 # (DNS label characters, at most 63) and an extended resource with an optional count ("rdma/ib=1").
 SLURM_GRES_TYPE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 SLURM_CONSTRAINT_PATTERN = r"^[A-Za-z0-9_.,&|()\[\]*:-]{1,256}$"
+# sbatch --partition: one partition name, or a comma list of them (the first that can start it)
+SLURM_PARTITION_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}(,[A-Za-z0-9][A-Za-z0-9._-]{0,63}){0,15}$"
 SLURM_TIME_PATTERN = r"^(\d+|\d+:\d{1,2}|\d+:\d{1,2}:\d{1,2}|\d+-\d+(:\d{1,2}(:\d{1,2})?)?|UNLIMITED|INFINITE)$"
 K8S_LABEL_VALUE_PATTERN = r"^[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?$"
 K8S_RESOURCE_PATTERN = (
@@ -164,6 +167,7 @@ class ClusterSettings(BaseModel):
     # Slurm names GPU types per site (gres.conf): pinned only when given, as --gpus-per-node=TYPE:G
     slurm_gpu_type: str | None = Field(None, pattern=SLURM_GRES_TYPE_PATTERN)
     slurm_constraint: str | None = Field(None, pattern=SLURM_CONSTRAINT_PATTERN)  # node features
+    slurm_partition: str | None = Field(None, pattern=SLURM_PARTITION_PATTERN)  # None: the cluster's default
     slurm_time: str | None = Field(None, pattern=SLURM_TIME_PATTERN)  # None: the plan's p80 allocation
     # The GPU vendor's product label (nvidia.com/gpu.product, amd.com/gpu.product-name: trainer/cluster.py
     # K8S_VENDORS); None: the catalog GPU's; K8S_NO_GPU_SELECTOR: none

@@ -23,23 +23,18 @@ from ui.cli_options import (
     CALIBRATION_HELP,
     JOB_DIR,
     JSON,
-    K8S_GPU_PRODUCT,
     K8S_IMAGE,
     K8S_PVC,
-    K8S_RDMA_RESOURCE,
     NO_CALIBRATION,
-    SLURM_CONSTRAINT,
-    SLURM_GPU_TYPE,
-    SLURM_TIME,
     DeviceChoice,
-    cluster_settings,
     k8s_names,
+    with_cluster_flags,
 )
 from ui.inputs import check_range
 
 if TYPE_CHECKING:
     from planner.plan import Plan
-    from trainer.job_spec import RunSettings
+    from trainer.job_spec import ClusterSettings, RunSettings
 
 
 def calibrate(
@@ -95,6 +90,7 @@ def detect(as_json: bool = JSON) -> None:
     render.detected(found, as_json=as_json)
 
 
+@with_cluster_flags
 def emit(
     plan_file: Path = typer.Argument(..., help="plan.json from trainplan plan/estimate --out"),
     out: Path = JOB_DIR,
@@ -138,12 +134,8 @@ def emit(
     no_calibration: bool = NO_CALIBRATION,
     k8s_image: str | None = K8S_IMAGE,
     k8s_pvc: str | None = K8S_PVC,
-    k8s_gpu_product: str | None = K8S_GPU_PRODUCT,
-    k8s_rdma_resource: str | None = K8S_RDMA_RESOURCE,
-    slurm_gpu_type: str | None = SLURM_GPU_TYPE,
-    slurm_constraint: str | None = SLURM_CONSTRAINT,
-    slurm_time: str | None = SLURM_TIME,
     as_json: bool = JSON,
+    cluster: ClusterSettings | None = None,  # the cluster flags (with_cluster_flags)
 ) -> None:
     """Turn a plan into a job directory: job.json, launch.sh, slurm.sbatch, k8s.yaml."""
     from planner.plan import Plan
@@ -152,13 +144,6 @@ def emit(
 
     if tokenizer and Path(tokenizer).expanduser().exists():  # a missing one: emit_job names the flag
         check_input(Path(tokenizer).expanduser(), "tokenizer", MAX_TOKENIZER_BYTES)
-    cluster = cluster_settings(
-        slurm_gpu_type=slurm_gpu_type,
-        slurm_constraint=slurm_constraint,
-        slurm_time=slurm_time,
-        k8s_gpu_product=k8s_gpu_product,
-        k8s_rdma_resource=k8s_rdma_resource,
-    )
     plan = Plan.load(plan_file)
     run = run_settings(
         plan,

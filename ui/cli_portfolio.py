@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.markup import escape
@@ -19,10 +20,23 @@ from planner.model.stacks import Stack
 from planner.request import PlanRequest
 from ui import render, render_fleet, render_portfolio
 from ui.calibration import applied_calibration, choose_calibration
-from ui.cli_options import CALIBRATION_HELP, EMIT_DIR, JSON, K8S_IMAGE, K8S_PVC, NO_CALIBRATION, K8sNames, k8s_names
+from ui.cli_options import (
+    CALIBRATION_HELP,
+    EMIT_DIR,
+    JSON,
+    K8S_IMAGE,
+    K8S_PVC,
+    NO_CALIBRATION,
+    K8sNames,
+    k8s_names,
+    with_cluster_flags,
+)
 from ui.inputs import check_range
 from ui.portfolio_file import JobsFile, job_keys_help
 from ui.render_lines import jobs_figures_lines, jobs_run_losses_json
+
+if TYPE_CHECKING:
+    from trainer.job_spec import ClusterSettings
 
 # What fleet reads no budget from: it sizes what to own, and a budget bounds a job's rent on an
 # inventory (portfolio's). The help says so where it lists the keys (practitioner s47: the help
@@ -51,6 +65,7 @@ def no_answer(
         render.out.print(line, markup=False)
 
 
+@with_cluster_flags
 def portfolio(
     jobs_file: Path = typer.Argument(
         ...,
@@ -64,6 +79,7 @@ def portfolio(
     calibration: Path | None = typer.Option(None, help=CALIBRATION_HELP),
     no_calibration: bool = NO_CALIBRATION,
     as_json: bool = JSON,
+    cluster: ClusterSettings | None = None,  # --emit's cluster flags, emit's own (with_cluster_flags)
 ) -> None:
     """Size several jobs at once on one shared GPU inventory."""
     from planner.api.explore import held_purchase_prices, plan_portfolio
@@ -71,7 +87,7 @@ def portfolio(
     from ui.portfolio_file import file_requests, past_horizon
 
     k8s = k8s_names(k8s_image, k8s_pvc)  # review s27: only emit took them
-    spec = portfolio_spec(jobs_file, emit_dir, k8s)
+    spec = portfolio_spec(jobs_file, emit_dir, k8s, cluster)
     chosen = choose_calibration(calibration, no_calibration)
     applied = applied_calibration(chosen)
     catalog = calibrated_catalog(applied)
@@ -99,7 +115,7 @@ def portfolio(
             render.warn(line)
         no_answer(exc, requests, as_json=as_json, calibration=chosen, answer_keys=render_portfolio.PORTFOLIO_KEYS)
         return
-    emitted = None if emit_dir is None else emitted_jobs(solution, emit_dir, k8s)
+    emitted = None if emit_dir is None else emitted_jobs(solution, emit_dir, k8s, cluster)
     rents, price_notes = portfolio_held_prices(solution, requests, catalog)
     # the file's own warnings beside the jobs', in --json too (trial s28c: on stderr alone)
     words = (w.words() for w in price_notes)
@@ -109,15 +125,15 @@ def portfolio(
     render.portfolio(solution, as_json=as_json, emitted=emitted, owned_basis=basis, calibration=chosen, prices=rents)
 
 
-def portfolio_spec(jobs_file: Path, emit_dir: Path | None, k8s: K8sNames) -> JobsFile:
+def portfolio_spec(jobs_file: Path, emit_dir: Path | None, k8s: K8sNames, cluster: ClusterSettings | None) -> JobsFile:
     """The jobs file, refused before the solve where it has no inventory, or where ``--emit`` (with
-    ``k8s``, its --k8s-image and --k8s-pvc) could not write its jobs."""
+    ``k8s``, its --k8s-image and --k8s-pvc, and ``cluster``, its cluster flags) could not write its jobs."""
     from trainer.job_k8s import check_k8s_names
     from trainer.job_spec import DEFAULT_K8S_IMAGE, DEFAULT_K8S_PVC
     from ui.portfolio_file import check_k8s_job_names, read_jobs_file
 
-    if k8s and emit_dir is None:
-        raise ValueError("--k8s-image and --k8s-pvc set the emitted jobs' k8s.yaml: give --emit DIR too")
+    if (k8s or cluster is not None) and emit_dir is None:
+        raise ValueError("--k8s-* and --slurm-* set the emitted jobs' scripts: give --emit DIR too")
     check_k8s_names(k8s.get("k8s_image", DEFAULT_K8S_IMAGE), k8s.get("k8s_pvc", DEFAULT_K8S_PVC))  # before the solve
     spec = read_jobs_file(jobs_file)
     if not spec.inventory:
@@ -151,15 +167,17 @@ def portfolio_rented(spec: JobsFile, jobs_file: Path) -> frozenset[str]:
     return rented
 
 
-def emitted_jobs(solution, emit_dir: Path, k8s: K8sNames) -> dict[str, Path]:
+def emitted_jobs(solution, emit_dir: Path, k8s: K8sNames, cluster: ClusterSettings | None) -> dict[str, Path]:
     """Each job's directory written under ``emit_dir`` (job name -> its job.json), as ``emit`` writes
     one: each job trains its whole token budget, and records the file it was planned with
-    (plan_portfolio's calibration)."""
+    (plan_portfolio's calibration); ``k8s`` and ``cluster`` (the cluster flags) go to every job's scripts."""
     from trainer.job import default_steps, emit_job
     from trainer.job_spec import RunSettings
 
     return {
-        a.job: emit_job(a.plan, emit_dir / a.job, name=a.job, run=RunSettings(steps=default_steps(a.plan)), **k8s)
+        a.job: emit_job(
+            a.plan, emit_dir / a.job, name=a.job, run=RunSettings(steps=default_steps(a.plan)), cluster=cluster, **k8s
+        )
         for a in solution.assignments
     }
 

@@ -112,6 +112,10 @@ def test_slurm_pins_the_gpu_type_and_features_only_when_given(tmp_path: Path) ->
     )
     assert {"--gpus-per-node=h100:8", "--constraint=ib&h100"} <= set(directives(pinned))
     assert "# GPU type: any" not in (pinned / "slurm.sbatch").read_text()
+    assert not any(d.startswith("--partition") for d in directives(pinned))  # the cluster's default partition
+    parted = emitted(tmp_path, make_plan(num_nodes=2), ClusterSettings(slurm_partition="h100-ib"), "parted")
+    assert "--partition=h100-ib" in directives(parted)
+    assert "assumes ib-ndr-400 between nodes (partition h100-ib)." in (parted / "slurm.sbatch").read_text()
     subprocess.run(["bash", "-n", str(pinned / "slurm.sbatch")], check=True)
     assert JobSpec.load(pinned).cluster.slurm_gpu_type == "h100"  # kept for a re-emit (run --auto-replan)
 
@@ -298,15 +302,19 @@ def test_emit_takes_the_cluster_flags_and_refuses_bad_ones_in_one_line(tmp_path:
 
     plan_file = make_plan(num_nodes=2).save(tmp_path / "plan.json")
     flags = ["--slurm-gpu-type", "h100", "--slurm-time", "48:00:00", "--k8s-gpu-product", "NVIDIA-H100-80GB-HBM3"]
+    flags += ["--slurm-partition", "gpu,gpu-low"]
     assert main(["emit", str(plan_file), "--out", str(tmp_path / "job"), *flags, "--k8s-rdma-resource", "rdma/ib"]) == 0
     cluster = JobSpec.load(tmp_path / "job").cluster
     assert (cluster.slurm_gpu_type, cluster.slurm_time, cluster.k8s_rdma_resource) == ("h100", "48:00:00", "rdma/ib")
+    assert "--partition=gpu,gpu-low" in directives(tmp_path / "job")
     capsys.readouterr()
     for flag, bad in (
         ("--slurm-time", "2 days"),
         ("--slurm-time", "2:00"),  # minutes:seconds, 120 s: ends before the workers' save has begun
         ("--slurm-gpu-type", "h100:8"),
         ("--slurm-constraint", "a b"),
+        ("--slurm-partition", "gpu part"),
+        ("--slurm-partition", "gpu;reboot"),
         ("--k8s-gpu-product", "NVIDIA H100"),
         ("--k8s-rdma-resource", "rdma"),
     ):
@@ -327,3 +335,30 @@ def test_portfolio_emit_says_the_same_run_commands(tmp_path: Path, capsys) -> No
     assert main(["portfolio", str(REPO / "examples" / "portfolio.toml"), "--emit", str(emit_dir)]) == 0
     lines = [x for x in capsys.readouterr().out.splitlines() if x.startswith("chat-8b: job written to")]
     assert len(lines) == 1 and f"sbatch {shlex.quote(str(emit_dir / 'chat-8b' / 'slurm.sbatch'))};" in lines[0]
+
+
+def test_portfolio_emit_takes_emits_cluster_flags(tmp_path: Path, capsys) -> None:
+    """portfolio --emit had none of emit's --slurm-*/--k8s-* flags, so its jobs' scripts could not be
+    pinned to a partition, a GPU type or an RDMA device (review s50); a bad value or a flag without
+    --emit is refused in one line before the solve."""
+    from support import REPO
+
+    from ui.cli import main
+
+    jobs_file = str(REPO / "examples" / "portfolio.toml")
+    emit_dir = tmp_path / "jobs"
+    flags = ["--slurm-partition", "gpu", "--slurm-gpu-type", "h100", "--k8s-rdma-resource", "rdma/ib=2"]
+    assert main(["portfolio", jobs_file, "--emit", str(emit_dir), *flags]) == 0
+    jobs = sorted(emit_dir.iterdir())
+    assert jobs
+    for job in jobs:
+        assert {"--partition=gpu"} <= set(directives(job)) and any(
+            d.startswith("--gpus-per-node=h100:") for d in directives(job)
+        )
+        assert JobSpec.load(job).cluster.k8s_rdma_resource == "rdma/ib=2"
+    capsys.readouterr()
+    for args in (["--emit", str(tmp_path / "bad"), "--slurm-partition", "a b"], ["--slurm-partition", "gpu"]):
+        assert main(["portfolio", jobs_file, *args]) == 2
+        (err,) = capsys.readouterr().err.strip().splitlines()
+        assert err.startswith("trainplan: error: --"), err
+    assert not (tmp_path / "bad").exists()
