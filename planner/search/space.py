@@ -180,16 +180,11 @@ def searched_cp(space: SearchSpace, cp: int) -> bool:
     return space.allow_cp and cp_pays(space.seq_len, cp)
 
 
-def gpu_rows(
-    model: ModelSpec, scaleup_domain_size: int, gpus_per_node: int, counts: np.ndarray, space: SearchSpace
-) -> dict[str, np.ndarray]:
-    """All structurally valid combinations for a GPU type of that scale-up domain at the GPU
-    ``counts`` (``gpu_counts``), count by count in their order."""
+def knob_rows(model: ModelSpec, counts: np.ndarray, space: SearchSpace) -> dict[str, np.ndarray]:
+    """Every knob combination at the GPU ``counts`` whose mesh degrees divide the count, before
+    the layout rules (``gpu_rows``). The mesh degrees first: most combinations do not divide the
+    GPU count, so dropping them before the other knobs multiply the table keeps the search fast."""
     cp_options = [cp for cp in CP_DEGREES if cp == 1 or searched_cp(space, cp)]
-    ac = searched_ac_codes(space)
-    prec = [PRECISION_CODES.index(p) for p in space.precisions]
-    # The mesh degrees first: most combinations do not divide the GPU count, so dropping them
-    # before the other knobs multiply the table keeps the search fast.
     pp_values, vpp_values = pipeline_degrees(model.num_layers)
     mesh = cartesian(
         num_gpus=counts,
@@ -201,15 +196,23 @@ def gpu_rows(
     del mesh["pipeline"]
     non_dp = mesh["tp"] * mesh["pp"] * mesh["cp"]
     fits = (mesh["num_gpus"] % non_dp == 0) & (mesh["num_gpus"] >= non_dp)
-    rows = cross(
+    return cross(
         {k: v[fits] for k, v in mesh.items()},
         variant=np.arange(len(SHARDING_VARIANTS)),
         micro_batch=np.array(MICRO_BATCHES),
-        ac=np.array(ac),
-        precision=np.array(prec),
+        ac=np.array(searched_ac_codes(space)),
+        precision=np.array([PRECISION_CODES.index(p) for p in space.precisions]),
         offload=np.array([False, True] if space.allow_offload else [False]),
         ep=expert_parallel_degrees(model, space.impl),
     )
+
+
+def gpu_rows(
+    model: ModelSpec, scaleup_domain_size: int, gpus_per_node: int, counts: np.ndarray, space: SearchSpace
+) -> dict[str, np.ndarray]:
+    """All structurally valid combinations for a GPU type of that scale-up domain at the GPU
+    ``counts`` (``gpu_counts``), count by count in their order."""
+    rows = knob_rows(model, counts, space)
     n, tp, pp, cp = rows["num_gpus"], rows["tp"], rows["pp"], rows["cp"]
     sharding = np.array([v[0] for v in SHARDING_VARIANTS])[rows["variant"]]
     hsdp = np.array([v[1] for v in SHARDING_VARIANTS])[rows["variant"]]
