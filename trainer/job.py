@@ -50,8 +50,10 @@ def emit_job(
     calibration: AppliedCalibration | None = None,
     name_folder: bool = True,
     launcher: bool = False,
+    check_only: bool = False,
 ) -> Path:
-    """Write the job directory ``out_dir`` and return the path of its ``job.json``. ``calibration``:
+    """Write the job directory ``out_dir`` and return the path of its ``job.json`` (``check_only``:
+    every check, nothing written: a portfolio checks all its jobs before it writes one). ``calibration``:
     the one a re-estimate for changed run settings uses (``apply_run_overrides``). ``cluster``: what
     slurm.sbatch and k8s.yaml pin beyond the plan (None: ClusterSettings' defaults). ``name_folder``
     False: the README and slurm.sbatch do not name the folder it was written to (a temporary folder
@@ -96,7 +98,7 @@ def emit_job(
         if not force:
             check_emit_target(out_dir, spec)
         check_checkpoints_model(out_dir, spec)
-        return _write_job(out_dir, spec, name_folder)
+        return out_dir / "job.json" if check_only else _write_job(out_dir, spec, name_folder)
 
 
 def _write_job(out_dir: Path, spec: JobSpec, name_folder: bool) -> Path:

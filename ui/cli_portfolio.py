@@ -170,16 +170,19 @@ def portfolio_rented(spec: JobsFile, jobs_file: Path) -> frozenset[str]:
 def emitted_jobs(solution, emit_dir: Path, k8s: K8sNames, cluster: ClusterSettings | None) -> dict[str, Path]:
     """Each job's directory written under ``emit_dir`` (job name -> its job.json), as ``emit`` writes
     one: each job trains its whole token budget, and records the file it was planned with
-    (plan_portfolio's calibration); ``k8s`` and ``cluster`` (the cluster flags) go to every job's scripts."""
+    (plan_portfolio's calibration); ``k8s`` and ``cluster`` (the cluster flags) go to every job's scripts.
+    Every job is checked before any is written: a refusal leaves no half-written portfolio (s50: a
+    ``--slurm-time`` too short for the third job's grace left the first two on disk)."""
     from trainer.job import default_steps, emit_job
     from trainer.job_spec import RunSettings
 
-    return {
-        a.job: emit_job(
-            a.plan, emit_dir / a.job, name=a.job, run=RunSettings(steps=default_steps(a.plan)), cluster=cluster, **k8s
-        )
-        for a in solution.assignments
-    }
+    def emit(a, check_only: bool) -> Path:
+        run = RunSettings(steps=default_steps(a.plan))
+        return emit_job(a.plan, emit_dir / a.job, name=a.job, run=run, cluster=cluster, check_only=check_only, **k8s)
+
+    for a in solution.assignments:
+        emit(a, check_only=True)
+    return {a.job: emit(a, check_only=False) for a in solution.assignments}
 
 
 def fleet_prices(spec: JobsFile, catalog: Catalog, jobs_file: Path) -> dict[str, float]:

@@ -305,3 +305,20 @@ def test_a_duplicate_job_name_names_the_file(tmp_path, capsys):
     path = _file(tmp_path, "[inventory]\nh100-sxm = 8\n" + job + job)
     assert main(["portfolio", path]) == 2
     assert f"{path}: jobs: duplicate job name 'a'" in capsys.readouterr().err
+
+
+def test_portfolio_emit_checks_every_job_before_writing_one(tmp_path, capsys):
+    """Review s50: portfolio --emit wrote its jobs one by one, so a refusal of the second (here its
+    directory holds files that are not a job) left the first on disk, half a portfolio."""
+    jobs = _file(
+        tmp_path,
+        '[inventory]\nh100-sxm = 16\n[[jobs]]\nname = "a"\nmodel = "llama3.2-1b"\ntokens = 1e10\n'
+        '[[jobs]]\nname = "b"\nmodel = "llama3.2-1b"\ntokens = 1e10\n',
+    )
+    out = tmp_path / "out"
+    (out / "b").mkdir(parents=True)
+    (out / "b" / "README.md").write_text("my own notes\n")
+    assert main(["portfolio", jobs, "--emit", str(out)]) == 2
+    assert "b" in capsys.readouterr().err
+    assert not (out / "a").exists()
+    assert (out / "b" / "README.md").read_text() == "my own notes\n"
