@@ -45,38 +45,58 @@ SEQ_LEN = typer.Option(
     None, "--seq-len", help=f"tokens per sequence; default {DEFAULT_SEQ_LEN}, or the model's context if shorter"
 )
 NO_CALIBRATION = typer.Option(False, "--no-calibration", help="ignore the default calibration file")
+# The job scripts' flags, apart in emit's and portfolio's --help (portfolio writes them only with --emit).
+SCRIPTS_PANEL = "Job scripts (slurm.sbatch, k8s.yaml of the emitted jobs)"
 K8S_IMAGE = typer.Option(
-    None, "--k8s-image", help="container image in k8s.yaml (default: trainer/job_spec.py DEFAULT_K8S_IMAGE)"
+    None,
+    "--k8s-image",
+    help="container image in k8s.yaml (default: trainer/job_spec.py DEFAULT_K8S_IMAGE)",
+    rich_help_panel=SCRIPTS_PANEL,
 )
-K8S_PVC = typer.Option(None, "--k8s-pvc", help="PersistentVolumeClaim k8s.yaml mounts at /jobs, holding the job dir")
+K8S_PVC = typer.Option(
+    None,
+    "--k8s-pvc",
+    help="PersistentVolumeClaim k8s.yaml mounts at /jobs, holding the job dir",
+    rich_help_panel=SCRIPTS_PANEL,
+)
 SLURM_GPU_TYPE = typer.Option(
     None,
     "--slurm-gpu-type",
     help="this site's GRES type of the plan's GPU: slurm.sbatch asks for --gpus-per-node=TYPE:G",
+    rich_help_panel=SCRIPTS_PANEL,
 )
 SLURM_CONSTRAINT = typer.Option(
-    None, "--slurm-constraint", help="Slurm node features slurm.sbatch asks for (--constraint)"
+    None,
+    "--slurm-constraint",
+    help="Slurm node features slurm.sbatch asks for (--constraint)",
+    rich_help_panel=SCRIPTS_PANEL,
 )
 SLURM_PARTITION = typer.Option(
-    None, "--slurm-partition", help="Slurm partition(s) slurm.sbatch asks for (--partition; default: the cluster's)"
+    None,
+    "--slurm-partition",
+    help="Slurm partition(s) slurm.sbatch asks for (--partition; default: the cluster's)",
+    rich_help_panel=SCRIPTS_PANEL,
 )
 SLURM_TIME = typer.Option(
     None,
     "--slurm-time",
     help="slurm.sbatch's --time per allocation, e.g. 2-00:00:00 (default: the plan's p80 plus the stop lead);"
     " a longer job requeues itself at the limit",
+    rich_help_panel=SCRIPTS_PANEL,
 )
 K8S_GPU_PRODUCT = typer.Option(
     None,
     "--k8s-gpu-product",
     help="k8s.yaml's nodeSelector value of the GPU vendor's product label, nvidia.com/gpu.product or"
     " amd.com/gpu.product-name (default: the catalog GPU's, e.g. NVIDIA-H100-80GB-HBM3; none: no selector)",
+    rich_help_panel=SCRIPTS_PANEL,
 )
 K8S_RDMA_RESOURCE = typer.Option(
     None,
     "--k8s-rdma-resource",
     help="NAME[=COUNT]: the RDMA device resource each pod requests, with IPC_LOCK, for NCCL over InfiniBand/RoCE"
     " (e.g. rdma/ib)",
+    rich_help_panel=SCRIPTS_PANEL,
 )
 
 

@@ -149,3 +149,15 @@ def test_fleet_help_says_it_ignores_a_jobs_budget():
 
     assert "budget_usd: portfolio's; fleet ignores it" in words("fleet")
     assert "fleet ignores" not in words("portfolio")
+
+
+@pytest.mark.parametrize("command", ["emit", "portfolio"])
+def test_the_job_script_flags_stand_apart(command: str) -> None:
+    """Review s50: portfolio's --slurm-*/--k8s-* read as if they shaped the plan, among its options;
+    they set the emitted jobs' scripts only, in a panel of their own in both commands."""
+    from ui.cli_options import CLUSTER_FLAGS, SCRIPTS_PANEL
+
+    text = help_text(command)
+    panel = text.index(SCRIPTS_PANEL)
+    assert all(text.index(flag.flag) > panel for flag in CLUSTER_FLAGS.values())
+    assert text.index("--k8s-image") > panel and text.index("--json" if command == "portfolio" else "--out") < panel
