@@ -369,19 +369,24 @@ _LABELS: dict[str, tuple[str, str]] = {
     ),
     "larger_batch_cost": (
         "The batch, {sequences:,} sequences, is fewer than the {num_gpus:,} GPUs, so {split} split each one. At"
-        " {batch:,} tokens per step (one sequence per GPU) it would cost {saving:.0%} less at {risk}: {figure}"
+        " {batch:,} tokens per step ({per_gpu}) it would cost {saving:.0%} less at {risk}: {figure}"
         " against {chosen} ({gpus:,} × {gpu}, {layout}{own}). A larger batch changes the training.",
         "批大小只有 {sequences:,} 个序列，少于 {num_gpus:,} 块 GPU，因此每个序列须由 {split} 拆分。"
-        "若每步 {batch:,} 个 token（每块 GPU 一个序列），{risk} 分位下费用可降低 {saving:.0%}：{figure}，"
+        "若每步 {batch:,} 个 token（{per_gpu}），{risk} 分位下费用可降低 {saving:.0%}：{figure}，"
         "现方案为 {chosen}（{gpus:,} × {gpu}，{layout}{own}）。更大的批会改变训练本身。",
     ),
     "larger_batch_time": (
         "The batch, {sequences:,} sequences, is fewer than the {num_gpus:,} GPUs, so {split} split each one. At"
-        " {batch:,} tokens per step (one sequence per GPU) it would take {saving:.0%} less time at {risk}: {figure}"
+        " {batch:,} tokens per step ({per_gpu}) it would take {saving:.0%} less time at {risk}: {figure}"
         " against {chosen} ({gpus:,} × {gpu}, {layout}{own}). A larger batch changes the training.",
         "批大小只有 {sequences:,} 个序列，少于 {num_gpus:,} 块 GPU，因此每个序列须由 {split} 拆分。"
-        "若每步 {batch:,} 个 token（每块 GPU 一个序列），{risk} 分位下训练时间可缩短 {saving:.0%}：{figure}，"
+        "若每步 {batch:,} 个 token（{per_gpu}），{risk} 分位下训练时间可缩短 {saving:.0%}：{figure}，"
         "现方案为 {chosen}（{gpus:,} × {gpu}，{layout}{own}）。更大的批会改变训练本身。",
+    ),
+    "larger_batch_per_gpu": ("one sequence per GPU", "每块 GPU 一个序列"),
+    "larger_batch_fewer": (  # planner/api/batch_offers.py per_gpu_words (buyer trial s50 M2)
+        "one sequence per GPU of these {num_gpus:,}; at that batch {gpus:,} of them suffice",
+        "这 {num_gpus:,} 块 GPU 每块一个序列；在此批大小下其中 {gpus:,} 块即可",
     ),
     "larger_batch_own": (  # planner/api/batch_offers.py own_figures: the headline's kind of figure (trial s48 M6)
         "; {figure} against {chosen} by the model's own figure",

@@ -12,7 +12,7 @@ from planner.accuracy.bands import MIN_ROWS
 from planner.accuracy.regime import LONG_SEQUENCE_TOKENS, Feature, link_apart_parts, said_features
 from planner.accuracy.residuals import source_name
 from planner.api import PlanResult
-from planner.api.batch_offers import own_figures
+from planner.api.batch_offers import fewer_gpus, own_figures
 from planner.catalog.prices import DearerKind
 from planner.catalog.specs import vendor_of
 from planner.catalog.terms import Commitment
@@ -392,6 +392,9 @@ def larger_batch_text(tr: Labels, result: PlanResult) -> str | None:
         gpu=other.gpu,
         layout=plain(other.layout_words),
         own="" if own is None else tr("larger_batch_own", figure=shown(own[0]), chosen=shown(own[1])),
+        per_gpu=tr("larger_batch_fewer", num_gpus=result.plan.num_gpus, gpus=other.num_gpus)
+        if fewer_gpus(result.plan, other)
+        else tr("larger_batch_per_gpu"),
     )
     if offer.nearer is None:
         return text

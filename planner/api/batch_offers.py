@@ -1,8 +1,9 @@
 """A larger batch, where the one asked for is what holds a plan back: fewer sequences per step than
 GPUs, so tensor, pipeline or context parallelism must split each sequence (trial s27c), or an
 inventory that misses a deadline at that batch (trial s28b). Each is searched, not assumed: the
-same request once more at one sequence per GPU, the GPU type and count held (review s28: with the
-count free, the offer at twice the batch bought twice the GPUs). An offer, never a choice: the
+same request once more at one sequence per GPU, on the chosen GPU type and at most its count (review
+s28: with the count free, the offer at twice the batch bought twice the GPUs; buyer trial s50: fewer
+of them may then meet the request, which the offer says). An offer, never a choice: the
 batch changes the training (learning rate, critical batch size), so only --global-batch-tokens
 moves it (docs/ilp.md, "Batch").
 
@@ -143,7 +144,7 @@ def larger_batch_warnings(offer: LargerBatch | None, other: Plan | None, chosen:
     # trial s28d: "asked for" where the batch was the default, and a saving without its figures
     return (
         f"the batch, {offer.sequences:,} sequences, is fewer than the {chosen.num_gpus:,} GPUs, so {offer.split} split"
-        f" each one; at {offer.batch_tokens:,} tokens per step (one sequence per GPU) the plan would {verb}"
+        f" each one; at {offer.batch_tokens:,} tokens per step ({per_gpu_words(chosen, other)}) the plan would {verb}"
         f" {offer.saving:.0%} less at --risk {offer.risk.value}: {against(offer.figure, offer.chosen_figure, cost)}"
         f" ({other.num_gpus:,} x {other.gpu}, {other.layout_words}{own_words})"
         + (
@@ -153,6 +154,20 @@ def larger_batch_warnings(offer: LargerBatch | None, other: Plan | None, chosen:
         )
         + ". A larger batch changes the training: --global-batch-tokens sets it",
     )
+
+
+def fewer_gpus(chosen: Plan, other: Plan) -> bool:
+    """Whether the plan at the larger batch takes fewer of the chosen plan's GPUs: its batch, not
+    only its layout, lets fewer meet the deadline (the search at the chosen batch found none)."""
+    return other.num_gpus < chosen.num_gpus
+
+
+def per_gpu_words(chosen: Plan, other: Plan) -> str:
+    """What the larger batch is per GPU: one sequence per GPU of the chosen plan's, on which the
+    search may then take fewer (buyer trial s50 M2: the offer was dropped then, at p80 alone)."""
+    if not fewer_gpus(chosen, other):
+        return "one sequence per GPU"
+    return f"one sequence per GPU of these {chosen.num_gpus:,}; at that batch {other.num_gpus:,} of them suffice"
 
 
 def against(figure: float, chosen_figure: float, cost: bool) -> str:
@@ -177,9 +192,10 @@ def with_larger_batch(result: PlanResult, request: PlanRequest, search: Search) 
         other = search(larger, probe=False).plan
     except InfeasiblePlan:  # a deadline or budget the larger batch's plans miss: nothing to offer
         return result
-    # the same GPUs, or no offer: a saving from fewer GPUs is not the batch's (review s28b: under
-    # the cost objective the search took 1,024 of the 2,048, two sequences per GPU)
-    offer = None if other.num_gpus != result.plan.num_gpus else larger_batch_offer(request, result.plan, other)
+    # On fewer of the GPUs too (buyer trial s50 M2; review s28b had dropped those offers): the search
+    # at the chosen batch took its count as the cheapest or only one that meets the request, so it is
+    # the larger batch that lets fewer GPUs do; the line says how many (per_gpu_words).
+    offer = larger_batch_offer(request, result.plan, other)
     if offer is None:
         return result
     offer = replace(offer, nearer=nearer_batch(request, result.plan, offer, search))
@@ -188,8 +204,8 @@ def with_larger_batch(result: PlanResult, request: PlanRequest, search: Search) 
 
 
 def nearer_batch(request: PlanRequest, chosen: Plan, offer: LargerBatch, search: Search) -> NearerBatch | None:
-    """The smallest doubling of ``chosen``'s batch below ``offer``'s that saves, on the same GPUs,
-    at least NEARER_BATCH_SHARE of ``offer``'s saving (and more than LARGER_BATCH_HINT_FRACTION);
+    """The smallest doubling of ``chosen``'s batch below ``offer``'s that saves, on at most the same
+    GPUs, at least NEARER_BATCH_SHARE of ``offer``'s saving (and more than LARGER_BATCH_HINT_FRACTION);
     None when none does. One search per doubling, each as ``with_larger_batch``'s."""
     objective, risk = Objective(request.objective), Risk(request.risk)
     needed = max(NEARER_BATCH_SHARE * offer.saving, LARGER_BATCH_HINT_FRACTION)
@@ -201,8 +217,7 @@ def nearer_batch(request: PlanRequest, chosen: Plan, offer: LargerBatch, search:
             tokens *= 2
             continue
         batch, theirs = other.estimate.global_batch_tokens, at_risk(other, objective, risk)
-        same = other.num_gpus == chosen.num_gpus and batch < offer.batch_tokens
-        if same and theirs is not None and 1.0 - theirs / offer.chosen_figure >= needed:
+        if batch < offer.batch_tokens and theirs is not None and 1.0 - theirs / offer.chosen_figure >= needed:
             return NearerBatch(batch, 1.0 - theirs / offer.chosen_figure, other)
         tokens *= 2
     return None
