@@ -20,13 +20,14 @@ import streamlit as st
 from plotly.subplots import make_subplots
 
 from planner.plan import Plan
-from planner.reports import ValidationReport
+from planner.reports import RunReport, ValidationReport
 from ui import app_core, app_jobs
 from ui.cached import cached_detect, cached_plan
 from ui.i18n import Labels, plain
 from ui.infeasible_words import infeasible_text
 from ui.messages import estimate_only_text, seconds
 from ui.number_box import number_box
+from ui.run_report import add_band_bars, read_report, report_caption, report_frame
 from ui.sidebar import Inputs
 
 REFRESH_S = 2.0
@@ -49,6 +50,7 @@ class JobView:
     live: bool
     error: str | None = None  # JobSpec.load's refusal (English)
     job_dir: Path | None = None  # where job.json was looked for, when it was refused
+    report: RunReport | None = None  # report.json, once the run has ended
 
 
 def read_job(job_dir: Path) -> JobView:
@@ -68,7 +70,9 @@ def read_job(job_dir: Path) -> JobView:
             validation = None
     path = job_dir / "metrics.jsonl"
     recent = path.exists() and time.time() - path.stat().st_mtime < LIVE_S
-    return JobView(plan, metrics, validation, live=recent and not (job_dir / "report.json").exists())
+    report = read_report(job_dir)
+    live = recent and not (job_dir / "report.json").exists()
+    return JobView(plan, metrics, validation, live=live, report=report)
 
 
 def predictions(plan: Plan, validation: ValidationReport | None) -> dict[str, float | None]:
@@ -107,11 +111,14 @@ def run_figure(view: JobView, tr: Labels) -> go.Figure:
                 name=tr(key), row=row + 1, col=col + 1,
                 hovertemplate=f"{tr('axis_step')} %{{x}}: %{{y:{HOVER_FORMAT.get(column, ',.4g')}}} {unit}<extra></extra>",
             )  # fmt: skip
-        if predicted.get(column) is not None:
+        if (value := predicted.get(column)) is not None:
             fig.add_hline(
-                predicted[column], line=dict(dash="dash", color="crimson"), row=row + 1, col=col + 1,
+                value, line=dict(dash="dash", color="crimson"), row=row + 1, col=col + 1,
                 annotation_text=tr("predicted"), exclude_empty_subplots=False,  # drawn with no measurement too
             )  # fmt: skip
+            last_step = float(metrics["step"].iloc[-1]) if len(metrics) else 0.0
+            if view.plan is not None:  # it is: ``predicted`` is empty without one
+                add_band_bars(fig, view.plan, column, value, last_step, tr, row=row + 1, col=col + 1)
         if column in CUDA_ONLY and without_cuda(view):  # said in the panel, not left empty (issue 30)
             fig.add_annotation(
                 text=tr("run_not_measured"), xref="x domain", yref="y domain", x=0.5, y=0.15, showarrow=False,
@@ -188,6 +195,10 @@ def show_job(tr: Labels, job_dir: Path, key: str) -> None:
     st.caption(tr("run_steps_read", steps=len(view.metrics), live=tr("run_live") if view.live else ""))
     if view.validation is not None:
         st.caption(probe_text(tr, view.validation))
+    if view.report is not None:  # the end-of-run table, as `trainplan run` prints it (report50)
+        st.markdown(f"**{tr('report_title')}**")
+        st.caption(report_caption(tr, view.report))
+        st.dataframe(report_frame(tr, view.report), hide_index=True, key=f"run_report_{key}")
     for note in cpu_notes(tr, view):
         st.caption(note)
     if not len(view.metrics):  # four empty charts said nothing (trial s35, round 2)
