@@ -247,7 +247,8 @@ PRICE_KIND_OF = {"spot": "spot", "reserved_1y": "reserved-1y", "reserved_3y": "r
 
 def with_price_kind(tr: Labels, cat: Catalog, choice: GpuChoice, pricing: str) -> GpuChoice | None:
     """The choice under a price kind (planner/catalog/prices.py): only the GPUs with an offer of
-    that kind, said in a caption with their median prices; None (with an error) when none has one."""
+    that kind are rented, said in a caption with their median prices (the others can still be bought
+    in the rent-vs-buy view); None (with an error) when none has one."""
     kind = PRICE_KIND_OF[pricing]
     priced = {g: cat.gpus[g] for g in choice.gpus if offers_of(cat.gpus[g], kind)}
     name = tr.kind(kind)
@@ -265,7 +266,9 @@ def with_price_kind(tr: Labels, cat: Catalog, choice: GpuChoice, pricing: str) -
         gpus={g: n for g, n in choice.gpus.items() if g in priced},
         prices={g: p for g, p in choice.prices.items() if g in priced},
         price_kind=kind,
-        purchases={g: p for g, p in choice.purchases.items() if g in priced},
+        # every allowed type's purchase price, offered or not: the fleet view may buy a type no offer
+        # of the kind rents (held only, as `trainplan fleet` buys it; app50: the page could not)
+        purchases=choice.purchases,
         tco=choice.tco,
         left_out=tuple(dropped),
         term_filled=filled,

@@ -118,8 +118,9 @@ _LABELS: dict[str, tuple[str, str]] = {
     "kind_reserved-3y": ("reserved-3y", "三年预留"),
     "price_kind_note": (
         "{kind} prices, the median of the providers' offers (hw_catalog/prices): {prices}. "
-        "GPUs without such an offer are left out{dropped}.",
-        "{kind}价格取各云厂商报价的中位数（hw_catalog/prices）：{prices}。没有此类报价的 GPU 不参与规划{dropped}。",
+        "GPUs without such an offer are not rented{dropped}; the portfolio's rent or buy (fleet) may still buy them.",
+        "{kind}价格取各云厂商报价的中位数（hw_catalog/prices）：{prices}。没有此类报价的 GPU 不租用{dropped}；"
+        "组合模式的“租用还是购买（机队）”仍可购买它们。",
     ),
     "gpu_allowed": ("use", "使用"),  # short headers: the sidebar's table shows four columns (issue 30)
     "gpu_inventory": ("inventory", "库存"),

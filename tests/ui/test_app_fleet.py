@@ -167,3 +167,27 @@ def test_the_fleet_says_the_clis_price_warnings_in_the_pages_language(tr):
     assert isinstance(dearer, DearerHeldPrice) and held_price_text(tr, dearer) in [w.value for w in at.warning]
     label = tr("fleet_total", option=tr("fleet_option_reserve_only"), risk="p80")  # no rent under a reserved kind
     assert {m.label: m.value for m in at.metric}[label] == money(solution.rent_only.total_cost_usd)
+
+
+def test_under_spot_the_fleet_buys_a_type_no_spot_offer_rents_as_the_cli_does(tmp_path):
+    """app50: under spot (or reserved) pricing the sidebar left out the types without such an offer,
+    their purchase prices too, so the page could not buy B200 where `trainplan fleet` buys it."""
+    from support.cli import call
+
+    jobs = tmp_path / "fleet.toml"
+    jobs.write_text(
+        'horizon_days = 365\nbuy = ["b200"]\nrented = ["h100-sxm"]\nprice_kind = "spot"\n'
+        '[[jobs]]\nname = "chat"\nmodel = "llama3-8b"\ntokens = 2e12\nseq_len = 2048\ndeadline_days = 120\n'
+    )
+    code, out, err = call("fleet", str(jobs), "--json")
+    assert code == 0, err
+    cli_mixed = json.loads(out)["mixed"]
+    assert cli_mixed["purchased"] == {
+        "b200": 16
+    }  # the case: the CLI buys a type spot does not rent (the page: the same job at the page's 2048 tokens)
+    at = fleet_page(EN, buy=("b200",), gpus=["h100-sxm", "b200"], pricing="spot", fleet_horizon_days=365.0)
+    assert not at.error, [e.value for e in at.error]
+    assert at.multiselect(key="fleet_buy").value == ["b200"]
+    bought = EN("fleet_bought", gpus="16 × b200", outlay=money(cli_mixed["purchase_usd"]), owned=16,
+                busy=cli_mixed["owned_busy_fraction"], days=365)  # fmt: skip
+    assert bought in page_texts(at), bought
