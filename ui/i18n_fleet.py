@@ -12,6 +12,12 @@ FLEET_LABELS: dict[str, tuple[str, str]] = {
     "portfolio_answer": ("Plan the jobs", "规划方式"),
     "opt_on_inventory": ("on the inventory", "基于现有库存"),
     "opt_fleet": ("rent or buy (fleet)", "租用还是购买（机队）"),
+    "portfolio_fleet": ("Portfolio: several jobs, rent or buy their GPUs", "组合：多个任务，租用还是购买 GPU"),
+    "portfolio_fleet_help": (
+        "Add the job configured in the sidebar to the list, repeat with other settings, and the planner weighs "
+        "buying GPUs for all jobs against renting them.",
+        "将侧栏中配置的任务加入列表，改变设置后重复添加，规划器会为所有任务权衡购买 GPU 与租用的成本。",
+    ),
     "fleet_title": ("Rent or buy", "租用还是购买"),
     "fleet_help": (
         "How many GPUs of each type to buy for these jobs over the horizon, against renting them (trainplan"

@@ -105,14 +105,18 @@ def job_controls(tr: Labels, jobs: dict[str, str], inputs: Inputs) -> None:
 # The portfolio's two answers (app.py draws the chosen one): the jobs on the inventory, or what to
 # buy for them against renting (ui/fleet_view.py, ``trainplan fleet``'s answer).
 ON_INVENTORY, FLEET = "on_inventory", "fleet"
+# each answer's title and help (app50: "one inventory" stood over the rent-vs-buy answer)
+TITLES = {ON_INVENTORY: ("portfolio", "portfolio_help"), FLEET: ("portfolio_fleet", "portfolio_fleet_help")}
 
 
 def show_jobs(tr: Labels, inputs: Inputs) -> tuple[dict[str, PlanRequest], str] | None:
     """The portfolio's jobs: the controls that add, update and remove them, their table, and the
     answer asked of them (``ON_INVENTORY`` or ``FLEET``); None (with a note) while there is no job."""
     jobs: dict[str, str] = st.session_state["portfolio_jobs"]
-    st.subheader(tr("portfolio"))
-    st.caption(tr("portfolio_help"))
+    # the answer picked (the radio below; its value is in the state before this run draws it)
+    title, help_key = TITLES[st.session_state["portfolio_answer"]]
+    st.subheader(tr(title))
+    st.caption(tr(help_key))
     job_controls(tr, jobs, inputs)
     if not jobs:
         st.info(tr("no_jobs"))

@@ -191,3 +191,15 @@ def test_under_spot_the_fleet_buys_a_type_no_spot_offer_rents_as_the_cli_does(tm
     bought = EN("fleet_bought", gpus="16 × b200", outlay=money(cli_mixed["purchase_usd"]), owned=16,
                 busy=cli_mixed["owned_busy_fraction"], days=365)  # fmt: skip
     assert bought in page_texts(at), bought
+
+
+@pytest.mark.parametrize("tr", [EN, ZH])
+def test_the_portfolios_title_names_the_answer_picked(tr):
+    """app50: "Portfolio: several jobs on one inventory" stood over the rent-vs-buy answer."""
+    at = fleet_page(tr)
+    titles = [h.value for h in at.subheader]
+    assert tr("portfolio_fleet") in titles and tr("portfolio") not in titles
+    assert tr("portfolio_fleet_help") in [c.value for c in at.caption]
+    at.radio(key="portfolio_answer").set_value("on_inventory").run()
+    titles = [h.value for h in at.subheader]
+    assert tr("portfolio") in titles and tr("portfolio_fleet") not in titles
