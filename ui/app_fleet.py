@@ -14,7 +14,7 @@ from planner.errors import InfeasiblePlan
 from planner.fmt import one_line
 from planner.model.settings import ModelingSettings
 from planner.plan_calibration import PlanCalibration
-from planner.search.fleet_plan import FleetPlan, FleetSolution
+from planner.search.fleet_plan import FleetSolution
 from planner.search.ownership import TcoAssumptions
 from ui.app_core import Infeasible
 from ui.portfolio_file import fleet_rents
@@ -88,12 +88,3 @@ def solve_fleet(
     except ValueError as exc:
         return FleetOutcome(error=one_line(exc))
     return FleetOutcome(solution=solution)
-
-
-def fleet_options(solution: FleetSolution) -> list[tuple[str, FleetPlan]]:
-    """The options there are, the mixed (chosen) one first, each with its name's key: the one that
-    buys nothing is "rent_only", or "reserve_only" under a reserved price kind (render_fleet.option_rows's
-    rule, on the typed answer)."""
-    none_bought = "rent_only" if solution.reserved is None else "reserve_only"
-    options = (("mixed", solution.mixed), (none_bought, solution.rent_only), ("buy_only", solution.buy_only))
-    return [(key, p) for key, p in options if p is not None]

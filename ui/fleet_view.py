@@ -19,7 +19,7 @@ from planner.search.fleet_plan import FleetPlan, FleetSolution, Holding
 from planner.search.ownership import TcoAssumptions
 from planner.units import DAYS_PER_YEAR, SECONDS_PER_DAY
 from ui import app_core, figures
-from ui.app_fleet import FleetAsk, FleetOutcome, fleet_options
+from ui.app_fleet import FleetAsk, FleetOutcome
 from ui.cached import cached_fleet
 from ui.fleet_figures import options_figure, owned_jobs_frame
 from ui.held_price_texts import held_price_text
@@ -112,7 +112,7 @@ def show_fleet_outcome(tr: Labels, outcome: FleetOutcome, inputs: Inputs, ask: F
         return
     solution = outcome.solution
     assert solution is not None  # solve_fleet sets it whenever it has no error and no infeasible answer
-    options = [(tr(f"fleet_option_{key}"), p) for key, p in fleet_options(solution)]
+    options = [(tr(f"fleet_option_{option.key}"), p) for option, p in solution.options()]
     show_totals(tr, options, risk)
     for warning in solution.price_warnings:  # the CLI's warnings of the prices it rents at
         st.warning(held_price_text(tr, warning))

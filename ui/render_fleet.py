@@ -125,8 +125,8 @@ def fleet(
     for message in data["warnings"]:  # on stderr, as plan's and portfolio's
         warn(message)
     calibration_line(calibration)
-    out.print(whole_words(option_table(data, risks or {})))
-    for name, p in option_rows(data):
+    out.print(whole_words(option_table(solution, data, risks or {})))
+    for name, p in option_rows(solution, data):
         if any(p["purchased"].values()) or p["reserved"]:  # an option that holds GPUs (split_words)
             out.print(split_words(name, p, solution.horizon_days, data["reserved_term"] is not None))
     if data["reserved_term"] is not None:
@@ -155,15 +155,13 @@ def rates_words(solution) -> str:
     return rates_line(what, solution.prices)
 
 
-def option_rows(data: dict) -> list[tuple[str, dict]]:
-    """The options there are, by their names in the text: the one that buys nothing is 'rent only',
-    or 'reserve only' under a reserved price kind (its JSON key stays ``rent_only``)."""
-    none_bought = "rent only" if data["reserved_term"] is None else "reserve only"
-    names = {"mixed": "mixed", "rent_only": none_bought, "buy_only": "buy only"}
-    return [(names[key], p) for key in ("mixed", "rent_only", "buy_only") if (p := data[key])]
+def option_rows(solution, data: dict) -> list[tuple[str, dict]]:
+    """The options there are (``FleetSolution.options``: which, and their names in the text), each
+    with its JSON (``data``, ``fleet_json``'s)."""
+    return [(option.value, data[option.json_key]) for option, _ in solution.options()]
 
 
-def option_table(data: dict, risks: dict[str, str]) -> Table:
+def option_table(solution, data: dict, risks: dict[str, str]) -> Table:
     """Each option's total, GPUs bought and their outlay, and its rent or, under a reserved price
     kind, the GPUs it reserves and their terms' bill."""
     reserving = data["reserved_term"] is not None
@@ -176,7 +174,7 @@ def option_table(data: dict, risks: dict[str, str]) -> Table:
     at = ", ".join(sorted(set(risks.values())))
     last = ("GPUs reserved", "reserved terms") if reserving else ("rent",)
     add_columns(table, ("option", f"total at {at}" if at else "total", "GPUs bought", "bought for", *last))
-    options = option_rows(data)
+    options = option_rows(solution, data)
     # one unit down each money column (trial s33: "$783,875" over "$2.01M")
     keys = ("purchase_usd", "rent_cost_usd", "reserved_cost_usd")
     tops = {k: max(p[k] for _, p in options) for k in keys}

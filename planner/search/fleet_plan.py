@@ -20,7 +20,7 @@ from planner.units import SECONDS_PER_DAY
 if TYPE_CHECKING:  # its records name a job's Holding, defined here
     from planner.search.held_warnings import HeldPriceWarning
 
-__all__ = ["FleetAssignment", "FleetPlan", "FleetSolution", "Holding", "band_factors", "compacted"]
+__all__ = ["FleetAssignment", "FleetOption", "FleetPlan", "FleetSolution", "Holding", "band_factors", "compacted"]
 
 
 class Holding(StrEnum):
@@ -29,6 +29,27 @@ class Holding(StrEnum):
     OWNED = "owned"  # bought GPUs: paid for the horizon, the job pays their busy power
     RESERVED = "reserved"  # a reserved price kind's GPUs: paid for whole terms, nothing per busy hour
     RENTED = "rented"  # rented by the hour (on-demand or spot): the job pays its hours
+
+
+class FleetOption(StrEnum):
+    """A fleet's option, by its name in the text (``trainplan fleet``'s table, the app's labels by
+    ``key``): the one that buys nothing is "rent only", or "reserve only" under a reserved price kind
+    (``FleetSolution.options``, the one rule for both)."""
+
+    MIXED = "mixed"
+    RENT_ONLY = "rent only"
+    RESERVE_ONLY = "reserve only"
+    BUY_ONLY = "buy only"
+
+    @property
+    def key(self) -> str:
+        """'reserve_only': the name as a key (the app's labels are ``fleet_option_<key>``)."""
+        return self.name.lower()
+
+    @property
+    def json_key(self) -> str:
+        """fleet --json's key of the option: the one that buys nothing is ``rent_only`` under either kind."""
+        return "rent_only" if self is FleetOption.RESERVE_ONLY else self.key
 
 
 @dataclass(frozen=True)
@@ -131,6 +152,13 @@ class FleetSolution:
     # never said its answer rested on one provider's rate), and what the answer warns of them
     prices: Mapping[str, HeldPrice] = field(default_factory=dict)
     price_warnings: tuple[HeldPriceWarning, ...] = ()
+
+    def options(self) -> list[tuple[FleetOption, FleetPlan]]:
+        """The options there are, the mixed (chosen) one first, each by its name: the one that buys
+        nothing rents, or under a reserved price kind (``reserved``) reserves."""
+        none_bought = FleetOption.RENT_ONLY if self.reserved is None else FleetOption.RESERVE_ONLY
+        found = ((FleetOption.MIXED, self.mixed), (none_bought, self.rent_only), (FleetOption.BUY_ONLY, self.buy_only))
+        return [(option, p) for option, p in found if p is not None]
 
 
 def compacted(

@@ -13,6 +13,7 @@ from support import SOLVERS
 
 from planner.catalog.terms import term_billing
 from planner.search.fleet import Holding, ReservedPrices, size_fleet
+from planner.search.fleet_plan import FleetOption
 from planner.search.ilp import ScoredTable
 from planner.search.ownership import GpuEconomics, TcoAssumptions, break_even
 from planner.search.slots import JobCandidates
@@ -132,6 +133,15 @@ def test_a_mixed_reserved_fleet_buys_one_type_and_reserves_the_other() -> None:
     assert mixed.total_cost_usd < min(solution.buy_only.total_cost_usd, solution.rent_only.total_cost_usd)
     (a100, h100) = solution.owned_vs_reserved
     assert a100.buying_cheaper_below == 0.0 and h100.buying_cheaper_below == 1.0
+    # the options' names, one rule for the CLI and the app (app50): the one that buys nothing reserves
+    named = [(o, p) for o, p in solution.options()]
+    assert named == [(FleetOption.MIXED, mixed), (FleetOption.RESERVE_ONLY, solution.rent_only),
+                     (FleetOption.BUY_ONLY, solution.buy_only)]  # fmt: skip
+    assert [(o.value, o.key, o.json_key) for o, _ in named][1] == ("reserve only", "reserve_only", "rent_only")
+    rented = size_fleet(jobs, ECONOMICS, 365, num_slots=2)
+    assert [o for o, _ in rented.options()][
+        1
+    ] is FleetOption.RENT_ONLY and FleetOption.RENT_ONLY.json_key == "rent_only"
 
 
 @pytest.mark.parametrize("horizon_days", [365.0, 366.0, 500.0, 700.0])

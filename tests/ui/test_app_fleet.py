@@ -23,7 +23,7 @@ from planner.search.held_warnings import DearerHeldPrice, EstimatedHeldPrice
 from planner.search.ownership import TcoAssumptions
 from planner.units import SECONDS_PER_DAY
 from ui.app_core import Infeasible, money
-from ui.app_fleet import FleetAsk, fleet_options, fleet_requests
+from ui.app_fleet import FleetAsk, fleet_requests
 from ui.fleet_figures import options_figure
 from ui.held_price_texts import held_price_text
 from ui.infeasible_words import infeasible_text
@@ -62,14 +62,14 @@ def test_the_fleet_view_shows_the_apis_answer_in_the_pages_language(tr):
     assert solution.mixed.purchased == {"h100-sxm": 32}  # the case: the mixed answer buys
     at = fleet_page(tr)
     metrics = {m.label: (m.value, m.delta) for m in at.metric}
-    names = {"mixed": "fleet_option_mixed", "rent_only": "fleet_option_rent_only", "buy_only": "fleet_option_buy_only"}
-    for key, p in fleet_options(solution):
+    names = {"mixed": "fleet_option_mixed", "rent only": "fleet_option_rent_only", "buy only": "fleet_option_buy_only"}
+    for option, p in solution.options():
         lo, hi = p.total_band()
-        value, band = metrics[tr("fleet_total", option=tr(names[key]), risk="p80")]
+        value, band = metrics[tr("fleet_total", option=tr(names[option]), risk="p80")]
         assert (value, band) == (money(p.total_cost_usd), tr("card_band", lo=money(lo), hi=money(hi)))
     (chart,) = [json.loads(c.proto.spec) for c in at.get("plotly_chart") if "chart_fleet_options" in c.proto.id]
     bars = chart["data"][0]
-    assert bars["y"] == pytest.approx([p.total_cost_usd for _, p in fleet_options(solution)])
+    assert bars["y"] == pytest.approx([p.total_cost_usd for _, p in solution.options()])
     assert bars["error_y"]["array"][0] == pytest.approx(solution.mixed.total_band()[1] - solution.mixed.total_cost_usd)
     texts = page_texts(at)
     mixed = solution.mixed
@@ -140,7 +140,7 @@ def test_fleet_requests_run_every_job_on_every_type_at_one_price_basis():
 
 def test_the_options_chart_draws_each_total_with_its_80_percent_band():
     solution = api_fleet()
-    options: list[tuple[str, FleetPlan]] = [(key, p) for key, p in fleet_options(solution)]
+    options: list[tuple[str, FleetPlan]] = [(option.key, p) for option, p in solution.options()]
     (bars,) = options_figure(options, EN, "p80").data
     for i, (_, p) in enumerate(options):
         lo, hi = p.total_band()
