@@ -27,6 +27,7 @@ from ui.i18n import Labels, plain
 from ui.number_box import number_box
 from ui.plan_card import PRICE_BASIS_KEYS
 from ui.portfolio_view import PORTFOLIO_FORMATS, jobs_risk, money_and_band
+from ui.purchase_texts import purchase_text, small_saving_text
 from ui.render_fleet import billed_days
 from ui.sidebar import Inputs
 from ui.single import show_infeasible
@@ -113,6 +114,10 @@ def show_fleet_outcome(tr: Labels, outcome: FleetOutcome, inputs: Inputs, ask: F
     solution = outcome.solution
     assert solution is not None  # solve_fleet sets it whenever it has no error and no infeasible answer
     options = [(tr(f"fleet_option_{option.key}"), p) for option, p in solution.options()]
+    if (purchase := solution.purchase()) is not None:  # the outlay first, where the answer buys (app50)
+        st.info(purchase_text(tr, purchase))
+        if (notice := small_saving_text(tr, purchase)) is not None:
+            st.warning(notice)
     show_totals(tr, options, risk)
     for warning in solution.price_warnings:  # the CLI's warnings of the prices it rents at
         st.warning(held_price_text(tr, warning))

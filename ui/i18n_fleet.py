@@ -80,6 +80,20 @@ FLEET_LABELS: dict[str, tuple[str, str]] = {
         "Bought: {gpus}, for {outlay} up front; the {owned:,} owned GPUs are busy {busy:.0%} of the {days:,.0f} days.",
         "购买：{gpus}，一次性支出 {outlay}；{owned:,} 块自有 GPU 在 {days:,.0f} 天中有 {busy:.0%} 的时间在运行。",
     ),
+    # the chosen option's purchase, its outlay first (ui/purchase_texts.py; the CLI says the English)
+    "fleet_purchase": (
+        "Buy {gpus}: {outlay} up front, saves {saving} over {days:,.0f} days vs {against}.",
+        "购买 {gpus}：一次性支出 {outlay}，{days:,.0f} 天内比{against}节省 {saving}。",
+    ),
+    "fleet_against_rent": ("renting", "租用"),
+    "fleet_against_reserve": ("reserving", "预留"),
+    "fleet_small_saving": (
+        "A small saving for the money tied up: {outlay} up front saves {saving} over {days:,.0f} days, {share:.1%}"
+        " of the outlay a year, under {floor:.0%} a year (about what the money would earn elsewhere). The purchase"
+        " wins on the ownership assumptions; a shorter life, no resale or a cost of capital may turn it.",
+        "相对占用的资金，节省很少：一次性支出 {outlay}，{days:,.0f} 天内只节省 {saving}，折合每年为支出的 {share:.1%}，"
+        "低于每年 {floor:.0%}（约为这笔资金在别处的收益）。购买只在持有成本假设下占优；使用年限更短、没有残值或计入资金成本都可能使结论反转。",
+    ),
     "fleet_bought_none": ("{option} buys no GPU.", "{option}不购买任何 GPU。"),
     "fleet_reserved_held": (
         "Reserved: {gpus} for {terms} whole term(s) of {kind}, busy {busy:.0%} of the {days:,.0f} days they bill.",

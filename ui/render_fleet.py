@@ -11,6 +11,8 @@ from planner.model.run_loss_inputs import DEFAULT_RUN_LOSSES, RunLossInputs
 from planner.search.fleet import Holding
 from planner.search.ownership import per_busy_hour
 from planner.units import DAYS_PER_YEAR, HOURS_PER_DAY, SECONDS_PER_DAY
+from ui.i18n import Labels
+from ui.purchase_texts import purchase_text, small_saving_text
 from ui.render import (
     add_columns,
     emit_json,
@@ -124,8 +126,13 @@ def fleet(
         return
     for message in data["warnings"]:  # on stderr, as plan's and portfolio's
         warn(message)
+    purchase = solution.purchase()
+    if purchase is not None and (notice := small_saving_text(EN, purchase)) is not None:
+        warn(notice)
     calibration_line(calibration)
     out.print(whole_words(option_table(solution, data, risks or {})))
+    if purchase is not None:  # the outlay where the answer buys, not only in its column (app50)
+        out.print(purchase_text(EN, purchase), markup=False)
     for name, p in option_rows(solution, data):
         if any(p["purchased"].values()) or p["reserved"]:  # an option that holds GPUs (split_words)
             out.print(split_words(name, p, solution.horizon_days, data["reserved_term"] is not None))
@@ -196,6 +203,8 @@ def held_words(held: dict[str, int]) -> str:
     return ", ".join(f"{g}={n}" for g, n in held.items() if n) or "-"
 
 
+EN = Labels("en")  # the app's English labels: the purchase line is one formatter for both (ui/purchase_texts.py)
+
 # fleet --json's keys beside "feasible" and the infeasible ones: null when no fleet is found.
 FLEET_KEYS = (
     "mixed",
@@ -208,6 +217,7 @@ FLEET_KEYS = (
     "owned_vs_reserved",
     "held_only",
     "warnings",
+    "purchase",
     "run_losses",
 )
 
@@ -341,7 +351,24 @@ def fleet_json(
         # the reserved terms are billed (reserved_term), no longer warned of (session 44); the prices'
         # warnings (trial s48: a rent no median of offers backs, a kind above on-demand)
         "warnings": [w.words() for w in solution.price_warnings],
+        "purchase": purchase_json(solution),
         "run_losses": jobs_run_losses_json(losses or {}),  # each job's, as portfolio's (trial s48)
+    }
+
+
+def purchase_json(solution) -> dict | None:
+    """What the mixed option buys, up front, and saves against the option that buys nothing (null:
+    it buys nothing, or nothing else runs the jobs); ``small_saving``: ``PurchaseSaving.small``."""
+    p = solution.purchase()
+    if p is None:
+        return None
+    return {
+        "purchased": dict(p.purchased),
+        "outlay_usd": p.outlay_usd,
+        "saving_usd": p.saving_usd,
+        "against": p.against.json_key,
+        "saving_per_year": p.saving_per_year,  # the saving over a year as a share of the outlay
+        "small_saving": p.small,
     }
 
 

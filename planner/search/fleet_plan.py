@@ -15,12 +15,27 @@ from planner.search.ilp import ScoredTable
 from planner.search.ownership import GpuBreakEven
 from planner.search.reserved import OwnedVsReserved, ReservedPrices
 from planner.search.slots import list_schedule
-from planner.units import SECONDS_PER_DAY
+from planner.units import DAYS_PER_YEAR, SECONDS_PER_DAY
 
 if TYPE_CHECKING:  # its records name a job's Holding, defined here
     from planner.search.held_warnings import HeldPriceWarning
 
-__all__ = ["FleetAssignment", "FleetOption", "FleetPlan", "FleetSolution", "Holding", "band_factors", "compacted"]
+__all__ = [
+    "FleetAssignment",
+    "FleetOption",
+    "FleetPlan",
+    "FleetSolution",
+    "Holding",
+    "PurchaseSaving",
+    "band_factors",
+    "compacted",
+]
+
+# A purchase whose saving over the horizon, per year, is under this share of its outlay is flagged
+# (app50: 8 MI325X, $320,000 up front, "bought" to save $795 over 30 days): about what the money
+# would earn elsewhere in a year, which the default ownership assumptions do not charge (no cost of
+# capital). A notice only: the optimiser still picks the cheapest total.
+SMALL_SAVING_PER_YEAR = 0.05
 
 
 class Holding(StrEnum):
@@ -129,6 +144,28 @@ class FleetPlan:
 
 
 @dataclass(frozen=True)
+class PurchaseSaving:
+    """What the chosen (mixed) option buys, its outlay up front and what it saves over the horizon
+    against the option that buys nothing (``against``: rent only, or reserve only)."""
+
+    purchased: Mapping[str, int]  # GPU type -> GPUs bought
+    outlay_usd: float
+    saving_usd: float
+    horizon_days: float
+    against: FleetOption
+
+    @property
+    def saving_per_year(self) -> float:
+        """The saving over a year, as a share of the outlay (0.03: 3 % a year)."""
+        return self.saving_usd / self.outlay_usd * DAYS_PER_YEAR / self.horizon_days
+
+    @property
+    def small(self) -> bool:
+        """Whether the saving is too small for the money tied up (``SMALL_SAVING_PER_YEAR``)."""
+        return self.saving_per_year < SMALL_SAVING_PER_YEAR
+
+
+@dataclass(frozen=True)
 class FleetSolution:
     mixed: FleetPlan
     # The option that buys nothing: every job rented, or under a reserved price kind (``reserved``)
@@ -153,12 +190,29 @@ class FleetSolution:
     prices: Mapping[str, HeldPrice] = field(default_factory=dict)
     price_warnings: tuple[HeldPriceWarning, ...] = ()
 
+    @property
+    def none_bought(self) -> FleetOption:
+        """The name of the option that buys nothing: it rents, or under a reserved kind reserves."""
+        return FleetOption.RENT_ONLY if self.reserved is None else FleetOption.RESERVE_ONLY
+
     def options(self) -> list[tuple[FleetOption, FleetPlan]]:
         """The options there are, the mixed (chosen) one first, each by its name: the one that buys
         nothing rents, or under a reserved price kind (``reserved``) reserves."""
-        none_bought = FleetOption.RENT_ONLY if self.reserved is None else FleetOption.RESERVE_ONLY
-        found = ((FleetOption.MIXED, self.mixed), (none_bought, self.rent_only), (FleetOption.BUY_ONLY, self.buy_only))
+        found = (
+            (FleetOption.MIXED, self.mixed),
+            (self.none_bought, self.rent_only),
+            (FleetOption.BUY_ONLY, self.buy_only),
+        )
         return [(option, p) for option, p in found if p is not None]
+
+    def purchase(self) -> PurchaseSaving | None:
+        """What the chosen option buys and saves; None where it buys nothing, or where there is no
+        option that buys nothing to weigh it against (a job runs only on types to buy)."""
+        bought = {g: n for g, n in self.mixed.purchased.items() if n}
+        if not bought or self.rent_only is None or self.horizon_days <= 0:
+            return None
+        saving = self.rent_only.total_cost_usd - self.mixed.total_cost_usd
+        return PurchaseSaving(bought, self.mixed.purchase_usd, saving, self.horizon_days, self.none_bought)
 
 
 def compacted(
