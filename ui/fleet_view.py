@@ -120,7 +120,7 @@ def show_fleet_outcome(tr: Labels, outcome: FleetOutcome, inputs: Inputs, ask: F
             st.warning(notice)
     show_totals(tr, options, risk)
     for warning in solution.price_warnings:  # the CLI's warnings of the prices it rents at
-        st.warning(held_price_text(tr, warning))
+        st.warning(held_price_text(tr, warning, "price_fix_table"))  # fleet_requests reads it
     show_split(tr, solution, *options[0])
     st.caption(ownership_text(tr, ask.tco, solution.horizon_days))
     st.caption(tr("fleet_slots", slots=solution.num_slots, days=solution.horizon_days / solution.num_slots))

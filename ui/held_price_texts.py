@@ -15,11 +15,13 @@ ANSWER_KEYS = {ManyJobAnswer.PORTFOLIO: "held_answer_portfolio", ManyJobAnswer.F
 VERB_KEYS = {Holding.RENTED: "held_verb_rented", Holding.RESERVED: "held_verb_reserved"}
 
 
-def held_price_text(tr: Labels, warning: HeldPriceWarning) -> str:
+def held_price_text(tr: Labels, warning: HeldPriceWarning, fix: str) -> str:
     """``warning.words()`` in the page's language: a type priced above its on-demand median as the
-    single-job card says it (``dearer_text``), or the jobs held on a price no median of offers backs."""
+    single-job card says it (``dearer_text``), or the jobs held on a price no median of offers backs.
+    ``fix``: the label of what to do (``price_fix_job`` where the jobs keep the prices they were added
+    with, the portfolio's; ``price_fix_table`` where the view reads the GPU table's, the fleet's)."""
     if isinstance(warning, DearerHeldPrice):
-        return dearer_text(tr, warning.dearer)
+        return dearer_text(tr, warning.dearer, fix)
     price = warning.price
     return tr(
         "held_price_estimated",
@@ -29,4 +31,5 @@ def held_price_text(tr: Labels, warning: HeldPriceWarning) -> str:
         rate=price.usd_per_gpu_hour,
         basis=tr(PRICE_BASIS_KEYS[price.basis]),
         jobs=tr.join(plain(job) for job in warning.jobs),  # the user's names, shown as written
+        fix=tr(fix, button=tr("update_job")),
     )

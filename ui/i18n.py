@@ -431,20 +431,30 @@ _LABELS: dict[str, tuple[str, str]] = {
     ),
     "price_dearer": (
         "{kind} prices {gpu} at ${price:.2f} per GPU-hour, the median of {offers} offers ({providers}), above its "
-        "on-demand median ${base:.2f}: the two medians come from different providers (hw_catalog/prices). "
-        "Edit the GPU table's $/h to use your own quote.",
+        "on-demand median ${base:.2f}: the two medians come from different providers (hw_catalog/prices). {fix}",
         "{kind} 价格下 {gpu} 每 GPU 小时 ${price:.2f}（{offers} 个报价的中位数：{providers}），高于其按需中位数 "
         # "\\$": Streamlit reads "$6.55 ... “$" as a LaTeX span (a "$" after "“" closes it; trial s26b)
-        "${base:.2f}：两个中位数来自不同的云厂商（hw_catalog/prices）。可在 GPU 表的“\\$/时”一栏填入您自己的报价。",
+        "${base:.2f}：两个中位数来自不同的云厂商（hw_catalog/prices）。{fix}",
     ),
     # trial s48 L2: a kind's one offer is that provider's rate, not "the median of 1 offers"
     "price_dearer_one": (
         "{kind} prices {gpu} at ${price:.2f} per GPU-hour, one offer ({providers}), above its "
         "on-demand median ${base:.2f}: the offer and the median come from different providers (hw_catalog/prices). "
-        "Edit the GPU table's $/h to use your own quote.",
+        "{fix}",
         "{kind} 价格下 {gpu} 每 GPU 小时 ${price:.2f}（单一报价：{providers}），高于其按需中位数 "
-        "${base:.2f}：该报价与中位数来自不同的云厂商（hw_catalog/prices）。可在 GPU 表的“\\$/时”一栏填入您自己的报价。",
+        "${base:.2f}：该报价与中位数来自不同的云厂商（hw_catalog/prices）。{fix}",
     ),
+    # what to do about a held price (dearer_text's ``fix``): a single job is planned from the GPU table
+    # as it stands; a portfolio's job keeps the prices it was added with, so it is updated too (app50)
+    "price_fix_table": (
+        "Edit the GPU table's $/h to use your own quote.",
+        "可在 GPU 表的“\\$/时”一栏填入您自己的报价。",
+    ),
+    "price_fix_job": (
+        "Edit the GPU table's $/h, then “{button}” each job it names, to re-run them at your own quote.",
+        "可在 GPU 表的“\\$/时”一栏填入您自己的报价，再对所涉及的每个任务点击“{button}”，按新报价重新规划。",
+    ),
+    "provider_market index": ("market index", "市场指数"),
     "card_gpus": ("GPUs", "GPU"),
     "card_nodes": ("Nodes × GPUs", "节点 × GPU"),
     "spot_wait": (
@@ -1181,6 +1191,11 @@ class Labels:
     def kind(self, kind: str) -> str:
         """A price kind's name ("spot", 竞价: ``kind_<kind>``; PRICE_KINDS), another word as given."""
         return self(f"kind_{kind}") if kind in PRICE_KINDS else kind
+
+    def provider(self, name: str) -> str:
+        """A price file's provider: a brand as written (AWS, Lambda), a description ("market index",
+        hw_catalog/prices/market-index.toml) in the page's language (``provider_<name>``)."""
+        return self.get(f"provider_{name}", name)
 
     def join(self, items: Iterable[str]) -> str:
         """A list in running text: 'a, b, c'; in Chinese with the enumeration comma, 'a、b、c'."""

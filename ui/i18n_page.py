@@ -98,10 +98,8 @@ PAGE_LABELS: dict[str, tuple[str, str]] = {
     # a many-job answer's jobs held on a price no median of offers backs (planner/search/held_warnings.py
     # EstimatedHeldPrice; app49: the CLI warned of it, the page did not): "\\$" as in price_dearer
     "held_price_estimated": (
-        "{answer} {verb} {gpu} at ${rate:,.2f}/GPU-h ({basis}) for {jobs}: its cost rests on that price. "
-        "Edit the GPU table's $/h and update the job to use your own quote.",
-        "{answer}以每 GPU 小时 ${rate:,.2f}（{basis}）{verb} {gpu}，用于 {jobs}：其成本取决于这一价格。"
-        "可在 GPU 表的“\\$/时”一栏填入您自己的报价，再更新该作业。",
+        "{answer} {verb} {gpu} at ${rate:,.2f}/GPU-h ({basis}) for {jobs}: its cost rests on that price. {fix}",
+        "{answer}以每 GPU 小时 ${rate:,.2f}（{basis}）{verb} {gpu}，用于 {jobs}：其成本取决于这一价格。{fix}",
     ),
     "held_answer_portfolio": ("The portfolio", "该组合"),
     "held_answer_mixed": ("The mixed answer", "混合方案"),

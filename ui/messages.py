@@ -1,8 +1,7 @@
 """The planner's answers as sentences in the app's language, built from their typed fields.
 
 An infeasible answer, the line under it and the why-not answer that quotes one are worded in
-ui/infeasible_words.py, from the durations written here.
-"""
+ui/infeasible_words.py, from the durations written here."""
 
 from __future__ import annotations
 
@@ -480,16 +479,17 @@ def commitment_text(tr: Labels, c: Commitment) -> str:
     )
 
 
-def dearer_text(tr: Labels, d: DearerKind) -> str:
-    """``DearerKind.words`` in the page's language."""
+def dearer_text(tr: Labels, d: DearerKind, fix: str = "price_fix_table") -> str:
+    """``DearerKind.words`` in the page's language; ``fix``: the label of what to do (``price_fix_*``)."""
     return tr(
         "price_dearer_one" if d.offers == 1 else "price_dearer",
         kind=tr.kind(d.kind),
         gpu=d.gpu,
         price=d.usd_per_gpu_hour,
         offers=d.offers,
-        providers=tr.join(d.providers),
+        providers=tr.join(map(tr.provider, d.providers)),
         base=d.on_demand_usd_per_gpu_hour,
+        fix=tr(fix, button=tr("update_job")),
     )
 
 

@@ -210,7 +210,7 @@ def show_portfolio_outcome(tr: Labels, outcome: PortfolioOutcome, inputs: Inputs
         cost, used = app_core.money(r.cost_usd), app_core.money(r.used_usd)
         st.warning(tr("portfolio_reserved", **values, kind=tr.kind(r.kind), cost=cost, used=used))
     for warning in outcome.price_warnings:  # the CLI's warnings of the prices it rents at (app49)
-        st.warning(held_price_text(tr, warning))
+        st.warning(held_price_text(tr, warning, "price_fix_job"))  # a job keeps its prices
     if outcome.reserved and outcome.billed_usd is not None:
         st.caption(tr("portfolio_billed", total=app_core.money(outcome.billed_usd)))
     if not outcome.holds_gpus:

@@ -159,12 +159,14 @@ def test_the_fleet_says_the_clis_price_warnings_in_the_pages_language(tr):
     request = request_for(get_preset("llama3-8b"), gpus=dict.fromkeys(gpus))
     (warning,) = plan_fleet({"chat": request}, {"h100-sxm": H100_USD}, 365.0, settings=DEFAULT_SETTINGS).price_warnings
     assert isinstance(warning, EstimatedHeldPrice) and warning.price.gpu == "mi325x"
-    assert held_price_text(tr, warning) in [w.value for w in at.warning]
+    assert held_price_text(tr, warning, "price_fix_table") in [w.value for w in at.warning]
     at = fleet_page(tr, job={"preset": "llama3-8b"}, gpus=["h100-sxm"], pricing="reserved_1y")
     reserved = request_for(get_preset("llama3-8b"), gpus={"h100-sxm": None}, price_kind="reserved-1y")
     solution = plan_fleet({"chat": reserved}, {"h100-sxm": H100_USD}, HORIZON_DAYS, settings=DEFAULT_SETTINGS)
     (dearer,) = solution.price_warnings
-    assert isinstance(dearer, DearerHeldPrice) and held_price_text(tr, dearer) in [w.value for w in at.warning]
+    assert isinstance(dearer, DearerHeldPrice) and held_price_text(tr, dearer, "price_fix_table") in [
+        w.value for w in at.warning
+    ]
     label = tr("fleet_total", option=tr("fleet_option_reserve_only"), risk="p80")  # no rent under a reserved kind
     assert {m.label: m.value for m in at.metric}[label] == money(solution.rent_only.total_cost_usd)
 

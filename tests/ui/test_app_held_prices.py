@@ -44,7 +44,7 @@ def test_a_portfolio_rented_on_one_providers_rate_is_warned_in_the_pages_languag
     (warning,) = warnings_of("mi325x")
     assert isinstance(warning, EstimatedHeldPrice) and warning.price.basis is PriceBasis.ONE_OFFER
     assert (warning.answer, warning.holding, warning.jobs) == (ManyJobAnswer.PORTFOLIO, Holding.RENTED, ("small",))
-    text = held_price_text(tr, warning)
+    text = held_price_text(tr, warning, "price_fix_job")
     rate = f"${CATALOG.gpu('mi325x').price_per_gpu_hour_usd:,.2f}"
     if tr is EN:
         assert text.startswith(
@@ -63,7 +63,15 @@ def test_a_portfolio_reserved_above_on_demand_is_warned_as_the_card_warns(tr):
     it (``dearer_text``); 3-year terms are cheaper than on-demand, and nothing is said."""
     (warning,) = warnings_of("h100-sxm", price_kind="reserved-1y")
     assert isinstance(warning, DearerHeldPrice) and warning.gpu == "h100-sxm"
-    assert held_price_text(tr, warning) == dearer_text(tr, warning.dearer)
+    assert held_price_text(tr, warning, "price_fix_job") == dearer_text(tr, warning.dearer, "price_fix_job")
     at = portfolio_page(tr, "h100-sxm", pricing="reserved_1y")
-    assert dearer_text(tr, warning.dearer) in [w.value for w in at.warning]
+    text = dearer_text(tr, warning.dearer, "price_fix_job")
+    assert text in [w.value for w in at.warning]
+    # app50: a portfolio's job keeps the prices it was added with: the fix says to update the jobs,
+    # by the button's own name; the provider "market index" in the page's language
+    assert text.endswith(tr("price_fix_job", button=tr("update_job"))) and tr("update_job") in text
+    assert "market index" in warning.dearer.providers
+    assert tr.provider("market index") in text
+    if tr is ZH:
+        assert "market index" not in text and "市场指数" in text
     assert warnings_of("h100-sxm", price_kind="reserved-3y") == ()
