@@ -1,4 +1,4 @@
-"""A fleet's purchase said where it is recommended: "Buy 8 × mi325x: $320,000 up front, saves $795
+"""A fleet's purchase said where it is recommended: "Buy 8 × mi325x: $320,000 up front, saves $1,321
 over 30 days vs renting", and a notice where that saving is small for the money tied up
 (``PurchaseSaving.small``). One formatter for ``trainplan fleet`` (its English labels) and the app's
 rent-vs-buy view (app50: the outlay sat in a column and a caption; a buyer could read the
@@ -7,7 +7,7 @@ depreciated total as the price)."""
 from __future__ import annotations
 
 from planner.fmt import money
-from planner.search.fleet_plan import SMALL_SAVING_PER_YEAR, FleetOption, PurchaseSaving
+from planner.search.fleet_plan import FleetOption, PurchaseSaving
 from ui.i18n import Labels
 
 # what the purchase is weighed against, by the option that buys nothing (ui/i18n_fleet.py)
@@ -40,6 +40,5 @@ def small_saving_text(tr: Labels, p: PurchaseSaving) -> str | None:
         outlay=money(p.outlay_usd),
         saving=money(max(p.saving_usd, 0.0)),
         days=p.horizon_days,
-        share=max(p.saving_per_year, 0.0),
-        floor=SMALL_SAVING_PER_YEAR,
+        share=max(p.saving_share, 0.0),
     )

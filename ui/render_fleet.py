@@ -367,7 +367,7 @@ def purchase_json(solution) -> dict | None:
         "outlay_usd": p.outlay_usd,
         "saving_usd": p.saving_usd,
         "against": p.against.json_key,
-        "saving_per_year": p.saving_per_year,  # the saving over a year as a share of the outlay
+        "saving_share": p.saving_share,  # of the outlay
         "small_saving": p.small,
     }
 

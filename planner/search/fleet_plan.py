@@ -15,7 +15,7 @@ from planner.search.ilp import ScoredTable
 from planner.search.ownership import GpuBreakEven
 from planner.search.reserved import OwnedVsReserved, ReservedPrices
 from planner.search.slots import list_schedule
-from planner.units import DAYS_PER_YEAR, SECONDS_PER_DAY
+from planner.units import SECONDS_PER_DAY
 
 if TYPE_CHECKING:  # its records name a job's Holding, defined here
     from planner.search.held_warnings import HeldPriceWarning
@@ -31,11 +31,12 @@ __all__ = [
     "compacted",
 ]
 
-# A purchase whose saving over the horizon, per year, is under this share of its outlay is flagged
-# (app50: 8 MI325X, $320,000 up front, "bought" to save $795 over 30 days): about what the money
-# would earn elsewhere in a year, which the default ownership assumptions do not charge (no cost of
-# capital). A notice only: the optimiser still picks the cheapest total.
-SMALL_SAVING_PER_YEAR = 0.05
+# A purchase whose saving over the horizon is under this share of its outlay is flagged (app50: 8
+# MI325X, $320,000 up front, "bought" to save $1,321 over 30 days, 0.4 %). A total charges the
+# horizon's straight-line depreciation and takes the GPUs to keep their book value after it: GPUs
+# worth that share of their price less (resale, a newer generation) erase the saving, and GPU prices
+# move by more than 5 % within months. A notice only: the optimiser still picks the cheapest total.
+SMALL_SAVING_SHARE = 0.05
 
 
 class Holding(StrEnum):
@@ -155,14 +156,14 @@ class PurchaseSaving:
     against: FleetOption
 
     @property
-    def saving_per_year(self) -> float:
-        """The saving over a year, as a share of the outlay (0.03: 3 % a year)."""
-        return self.saving_usd / self.outlay_usd * DAYS_PER_YEAR / self.horizon_days
+    def saving_share(self) -> float:
+        """The saving as a share of the outlay (0.004: 0.4 %)."""
+        return self.saving_usd / self.outlay_usd
 
     @property
     def small(self) -> bool:
-        """Whether the saving is too small for the money tied up (``SMALL_SAVING_PER_YEAR``)."""
-        return self.saving_per_year < SMALL_SAVING_PER_YEAR
+        """Whether the saving is too small for the money tied up (``SMALL_SAVING_SHARE``)."""
+        return self.saving_share < SMALL_SAVING_SHARE
 
 
 @dataclass(frozen=True)

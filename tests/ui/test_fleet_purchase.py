@@ -1,6 +1,6 @@
 """A fleet's purchase said where it is recommended, the outlay first, by one formatter for the CLI
 and the app, and a notice where the saving is small for the money tied up (app50: a 30-day horizon
-"bought" 8 MI325X, $320,000 up front, to save under $1,000, said only in a column and a caption)."""
+"bought" 8 MI325X, $320,000 up front, to save $1,321, said only in a column and a caption)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from support.app import EN, ZH, english_sentences, run_app
 from support.cli import call
 
-from planner.search.fleet_plan import SMALL_SAVING_PER_YEAR, FleetOption, PurchaseSaving
+from planner.search.fleet_plan import SMALL_SAVING_SHARE, FleetOption, PurchaseSaving
 from ui.purchase_texts import purchase_text, small_saving_text
 
 # one 8B job that keeps 8 MI325X busy most of a 30-day horizon: buying beats renting, barely
@@ -25,14 +25,15 @@ deadline_days = 30
 """
 
 
-def test_the_small_saving_rule_is_the_savings_yearly_share_of_the_outlay():
-    small = PurchaseSaving({"mi325x": 8}, 320_000.0, 795.0, 30.0, FleetOption.RENT_ONLY)
-    assert small.saving_per_year == pytest.approx(795 / 320_000 * 365.25 / 30) and small.small
-    # the same saving over a year's horizon is smaller still; 5 % a year and more is not flagged
-    assert PurchaseSaving({"mi325x": 8}, 320_000.0, 795.0, 365.0, FleetOption.RENT_ONLY).small
-    enough = 320_000.0 * SMALL_SAVING_PER_YEAR * 30 / 365.25 * 1.01
+def test_the_small_saving_rule_is_the_savings_share_of_the_outlay():
+    # the brief's case: $1,321 saved on $320,000 over 30 days
+    small = PurchaseSaving({"mi325x": 8}, 320_000.0, 1_321.0, 30.0, FleetOption.RENT_ONLY)
+    assert small.saving_share == pytest.approx(1_321 / 320_000) and small.small
+    enough = 320_000.0 * SMALL_SAVING_SHARE * 1.01
     assert not PurchaseSaving({"mi325x": 8}, 320_000.0, enough, 30.0, FleetOption.RENT_ONLY).small
+    # examples/fleet.toml's year: 64 H100 for $3.07M save $1.23M, no notice
     assert small_saving_text(EN, PurchaseSaving({"h100-sxm": 64}, 3.07e6, 1.23e6, 365.0, FleetOption.RENT_ONLY)) is None
+    assert "0.4%" in small_saving_text(EN, small)
 
 
 def test_the_cli_says_the_outlay_and_the_small_saving_in_the_apps_words(tmp_path):
@@ -65,6 +66,6 @@ def test_the_fleet_view_puts_the_outlay_first_and_flags_the_small_saving(tr):
     (info,) = [i.value for i in at.info if tr("fleet_purchase").split("{")[0] in i.value]
     assert "$320,000" in info and "8 × mi325x" in info
     notices = [w.value for w in at.warning if "$320,000" in w.value]
-    assert len(notices) == 1 and f"{SMALL_SAVING_PER_YEAR:.0%}" in notices[0]
+    assert len(notices) == 1 and tr("fleet_small_saving").split("{")[0] in notices[0]
     if tr is ZH:
         assert not english_sentences(info) and not english_sentences(notices[0])
