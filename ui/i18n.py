@@ -1014,8 +1014,9 @@ _LABELS: dict[str, tuple[str, str]] = {
     # run view
     "run_dir": ("Job directory", "任务目录"),
     "run_dir_help": (
-        "A directory written by `trainplan emit` / `trainplan run`: job.json, metrics.jsonl, validation.json.",
-        "由 `trainplan emit` / `trainplan run` 写出的目录：job.json、metrics.jsonl、validation.json。",
+        "A directory written by `trainplan emit` / `trainplan run`: job.json, metrics.jsonl, validation.json,"
+        " report.json.",
+        "由 `trainplan emit` / `trainplan run` 写出的目录：job.json、metrics.jsonl、validation.json、report.json。",
     ),
     "run_dir_needed": (
         "Enter a job directory to compare its run with its plan (refreshes while it runs).",
