@@ -33,6 +33,7 @@ from planner.plan import Plan
 from planner.plan_accuracy import Uncertainty
 from planner.request import hf_moe_stack, left_out_gpus
 from ui import app_core
+from ui.batch_messages import larger_batch_text, vary_batch_text
 from ui.cached import cached_calibration, catalog
 from ui.calibration_upload import CalibrationUpload
 from ui.i18n import Labels, plain
@@ -48,7 +49,6 @@ from ui.messages import (
     figure_bands,
     idle_text,
     interval,
-    larger_batch_text,
     median_text,
     memory_band_text,
     memory_risk_text,
@@ -60,7 +60,6 @@ from ui.messages import (
     regime_words_text,
     risk_text,
     short_duration,
-    vary_batch_text,
 )
 from ui.render_lines import median_offset, nvlink_domains
 

@@ -502,7 +502,7 @@ def test_the_card_words_the_vary_batch_saving_in_both_languages():
     """The batch rule's cost against --vary-batch's choice (13 sequences of 4,096 tokens, a prime,
     in a 10 % tolerance; a 3M-token batch was the case before trial s27, whose batches within 1 %
     now compete), in the page's language."""
-    from ui.messages import vary_batch_text
+    from ui.batch_messages import vary_batch_text
 
     request = request_for(
         get_preset("llama3-8b"), training_tokens=1e10, global_batch_tokens=53_248, batch_tolerance=0.1,
@@ -519,7 +519,7 @@ def test_the_card_words_the_vary_batch_saving_in_both_languages():
 def test_the_card_offers_one_sequence_per_gpu_in_both_languages():
     """Trial s27c: 512 sequences on 2,048 H100 are split by tp x pp; the card says what one
     sequence per GPU saves, in the page's language."""
-    from ui.messages import larger_batch_text
+    from ui.batch_messages import larger_batch_text
 
     request = request_for(
         get_preset("llama3-8b"), training_tokens=15e12, gpus={"h100-sxm": 2048}, objective="time", seq_len=4096,
