@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
-from planner.catalog.prices import PriceBasis, PriceKind, billed_gpus
+from planner.catalog.prices import PriceBasis, PriceKind, PriceOffer, billed_gpus
 from planner.catalog.terms import TermBilling, rebilled
 from planner.estimate_parts import GoodputEstimate, MemoryEstimate, ThroughputEstimate, TimeEstimate
 from planner.fmt import one_line, printable
@@ -218,6 +218,9 @@ class Plan(BaseModel):
     training_tokens: float | None = None
     price_per_gpu_hour_usd: float | None = None
     price_basis: PriceBasis | None = None  # where that price comes from (None: plan files before it)
+    # The listed offers behind that price, each with its provider, date and source (prices.offers_behind;
+    # empty for an estimate, a user's price, and plan files before it).
+    price_offers: tuple[PriceOffer, ...] = ()
     # The --price-kind it was priced under, kept beside a user's price: a spot plan priced with
     # --price keeps spot's interruptions when restacked or replanned (review s29b).
     price_kind: PriceKind | None = None

@@ -128,7 +128,7 @@ def price_words(p: Plan) -> str:
     )
     term = p.estimate.term  # trial s42 H2: the cost bills a reserved term whole
     whole = "" if term is None or not term.words() else f", {term.words()}"
-    return f" at {rate_words(p.price_per_gpu_hour_usd, p.price_basis, p.price_kind)}{billed}{whole}"
+    return f" at {rate_words(p.price_per_gpu_hour_usd, p.price_basis, p.price_kind, p.price_offers)}{billed}{whole}"
 
 
 def listed_json(p: Plan) -> dict:
@@ -143,6 +143,8 @@ def price_json(p: Plan) -> dict:
         "price_per_gpu_hour_usd": p.price_per_gpu_hour_usd,
         "price_basis": None if p.price_basis is None else p.price_basis.value,
         "price_kind": p.price_kind,  # the --price-kind it was priced under (a user's price keeps it)
+        # the listed offers behind the price: provider, rate, date, source (buyer trial s50 M8)
+        "price_offers": [o.model_dump(mode="json") for o in p.price_offers],
     }
 
 

@@ -92,7 +92,7 @@ def plan_result(result, *, as_json: bool, saved_to: Path | None, calibration=Non
 PLAN_KEYS = (
     "plan", "alternatives", "solver", "num_candidates", "num_feasible", "seconds", "warnings",
     "gpu_count_limits", "gpu_count_caps", "near_tie", "knee", "over_budget", "larger_batch", "risk", "median_plan", "idle_gpus",
-    "per_gpu", "per_gpu_none", "per_gpu_binding", "per_gpu_fastest_h", "stack", "layout_words", "emittable", "price_per_gpu_hour_usd", "price_basis", "price_kind", "billed_gpus",
+    "per_gpu", "per_gpu_none", "per_gpu_binding", "per_gpu_fastest_h", "stack", "layout_words", "emittable", "price_per_gpu_hour_usd", "price_basis", "price_kind", "price_offers", "billed_gpus",
     "network", "partition_activations", "moe_a2a_overlap", "optimizer_precision", "run_losses",
     "calibration",
 )  # fmt: skip

@@ -31,6 +31,7 @@ from planner.api.side_answers import memory_at_model_warnings, side_rows, solve_
 from planner.catalog.calibration import AppliedCalibration
 from planner.catalog.hardware import Catalog, load_catalog
 from planner.catalog.networks import canonical_network, catalog_on_network
+from planner.catalog.prices import offers_behind
 from planner.catalog.terms import term_billing
 from planner.count_probe import cap_diagnosis, deadline_fix, memory_fix
 from planner.errors import InfeasiblePlan
@@ -171,6 +172,7 @@ def plan_from_row(
         training_tokens=request.training_tokens,
         price_per_gpu_hour_usd=gpu.price_per_gpu_hour_usd,
         price_basis=gpu.price_basis,
+        price_offers=offers_behind(gpu, request.price_kind),
         price_kind=request.price_kind,
         rent_unit_gpus=gpu.rent_unit_gpus,
         estimate=est,
@@ -451,6 +453,7 @@ def build_plan(
         training_tokens=training_tokens,
         price_per_gpu_hour_usd=spec.price_per_gpu_hour_usd,
         price_basis=spec.price_basis,
+        price_offers=offers_behind(spec, price_kind),
         price_kind=price_kind,
         rent_unit_gpus=spec.rent_unit_gpus,
         estimate=est,

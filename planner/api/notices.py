@@ -10,6 +10,7 @@ from planner.accuracy import Risk
 from planner.accuracy.regime import zero3_shards_across_nodes
 from planner.api.batch_notices import batch_beyond_published_warnings, batch_off_warnings
 from planner.api.judged import judged_hours
+from planner.api.price_notices import price_assumption_warnings
 from planner.catalog.hardware import Catalog, GPUSpec, load_catalog
 from planner.catalog.hf_config import encoder_warning
 from planner.catalog.prices import DearerKind, catalog_with_price_kind, dearer_kind, dearer_than_on_demand
@@ -65,6 +66,7 @@ def search_warnings(
         + long_job_warnings(chosen, risk=request.risk)
         + fixed_cost_warnings(chosen)
         + price_warnings(request, unpriced, chosen, shown)
+        + price_assumption_warnings(chosen)
         + vary_batch_warnings(varied, other, chosen)
         + selective_words_warnings(chosen)
         + a2a_exposed_warnings(chosen)
@@ -189,6 +191,7 @@ def estimate_warnings(p: Plan, price_kind: str | None, price: float | None = Non
         *long, *fixed_cost_warnings(p), *batch_off_warnings(p), *selective_words_warnings(p),
         *a2a_exposed_warnings(p), *serial_host_warnings(p), *host_staged_warnings(p, gpu),
         *zero3_across_nodes_warnings(p), *megatron_lm_era_warnings(p, gpu), *batch_beyond_published_warnings(p),
+        *price_assumption_warnings(p),
     )  # fmt: skip
     return tuple(w for w in notes if w)
 

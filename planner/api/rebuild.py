@@ -121,7 +121,8 @@ def with_price_basis(again: Plan, plan_: Plan) -> Plan:
     as a price would read as the user's own."""
     if "price" not in price_args(plan_):
         return again
-    return again.model_copy(update={"price_basis": plan_.price_basis, "price_kind": plan_.price_kind})
+    kept = {"price_basis": plan_.price_basis, "price_offers": plan_.price_offers, "price_kind": plan_.price_kind}
+    return again.model_copy(update=kept)
 
 
 def on_plan_nodes(catalog: Catalog, plan_: Plan) -> Catalog:

@@ -4,17 +4,23 @@ fleet priced a whole answer on one provider's rate and never said so, where plan
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from planner.catalog.prices import PriceBasis
+from planner.catalog.prices import PriceBasis, PriceOffer, offers_words
 
 
-def rate_words(usd_per_gpu_hour: float, basis: PriceBasis | str | None, kind: str | None = None) -> str:
-    """'$1.95/GPU-h (one provider's listed rate, not a median of offers)'; ``kind``: the price kind a
-    user's price was given under (``PriceBasis.words_under``); ``basis`` None: a plan file from
-    before the basis was kept."""
-    said = "" if basis is None else f" ({PriceBasis(basis).words_under(kind)})"
+def rate_words(
+    usd_per_gpu_hour: float,
+    basis: PriceBasis | str | None,
+    kind: str | None = None,
+    offers: Sequence[PriceOffer] = (),
+) -> str:
+    """'$1.95/GPU-h (one provider's listed rate, not a median of offers: TensorWave, 2026-05-18)';
+    ``kind``: the price kind a user's price was given under (``PriceBasis.words_under``); ``offers``:
+    the ones behind it (``offers_words``); ``basis`` None: a plan file from before the basis was kept."""
+    behind = f": {offers_words(offers)}" if offers else ""
+    said = "" if basis is None else f" ({PriceBasis(basis).words_under(kind)}{behind})"
     return f"${usd_per_gpu_hour:,.2f}/GPU-h{said}"
 
 

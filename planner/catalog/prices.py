@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import statistics
 import tomllib
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -210,6 +210,25 @@ def read_offers(dirs: list[Path], gpu_ids: set[str]) -> dict[str, tuple[PriceOff
 
 def offers_of(gpu: GPUSpec, kind: str) -> tuple[PriceOffer, ...]:
     return tuple(o for o in gpu.offers if o.kind == kind)
+
+
+def offers_behind(gpu: GPUSpec, kind: str | None) -> tuple[PriceOffer, ...]:
+    """The listed offers ``gpu``'s price is the median (or the one) of, under ``kind`` (None: the
+    catalog's on-demand price); none for an estimate or a user's price (buyer trial s50 M8: a plan
+    named neither the provider nor the date behind its cost)."""
+    if gpu.price_basis not in (*MEDIAN_BASES, PriceBasis.ONE_OFFER):
+        return ()
+    return offers_of(gpu, kind or "on-demand")
+
+
+def offers_words(offers: Sequence[PriceOffer]) -> str:
+    """'TensorWave, 2026-05-18' (one offer), or '6 of them, 2026-07-02 to 2026-11-09'."""
+    if not offers:
+        return ""
+    if len(offers) == 1:
+        return f"{offers[0].provider}, {offers[0].date}"
+    first, last = min(o.date for o in offers), max(o.date for o in offers)
+    return f"{len(offers)} of them, {first}" + ("" if first == last else f" to {last}")
 
 
 @dataclass(frozen=True)

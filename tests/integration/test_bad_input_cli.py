@@ -120,11 +120,11 @@ CASES = {
     "--price 1e308": ([*EST, "--price", "1e308"], "--price"),
     "plan --tokens nan": (["plan", "--model", "tiny", "--tokens", "nan"], "--tokens"),
     # review s49: "--out" alone matched the refusal of the (non-empty) current directory
-    "emit --out ''": (["emit", "{d}/plan.json", "--out", ""], "'--out': give a directory name"),
-    "emit --out '  '": (["emit", "{d}/plan.json", "--out", "  "], "'--out': give a directory name"),
+    "emit --out ''": (["emit", "{d}/plan.json", "--out", ""], "error: --out: give a directory name"),
+    "emit --out '  '": (["emit", "{d}/plan.json", "--out", "  "], "error: --out: give a directory name"),
     # review49 L5: "--out .: Is a directory"
-    "estimate --out ''": ([*EST, "--out", ""], "'--out': give a file name"),
-    "plan --out ' '": (["plan", "--model", "tiny", "--tokens", "1e9", "--out", " "], "'--out': give a file name"),
+    "estimate --out ''": ([*EST, "--out", ""], "error: --out: give a file name"),
+    "plan --out ' '": (["plan", "--model", "tiny", "--tokens", "1e9", "--out", " "], "error: --out: give a file name"),
     "emit --seed 10**20": (["emit", "{d}/plan.json", "--out", "{d}/s1", "--seed", "99999999999999999999"], "seed"),
     "lr 1e400 in job.json": (["run", "{d}/hot", "--device", "cpu"], "run.lr"),
     "job.json schema_version 99": (["run", "{d}/future", "--device", "cpu"], "schema_version 99: this trainplan runs"),
@@ -159,7 +159,7 @@ def test_emit_into_an_empty_name_writes_nothing_in_an_empty_current_directory(fi
     emit wrote the job there wherever that directory was empty; emit's own check never saw the name."""
     monkeypatch.chdir(tmp_path)
     code, _, err = call("emit", str(files / "plan.json"), "--out", "")
-    assert_one_line(code, err, "'--out': give a directory name")
+    assert_one_line(code, err, "error: --out: give a directory name")
     assert list(tmp_path.iterdir()) == []
 
 
@@ -168,7 +168,7 @@ def test_portfolio_emit_into_an_empty_name_writes_nothing(tmp_path, monkeypatch)
     directory, as emit's ``--out ""`` did."""
     monkeypatch.chdir(tmp_path)
     code, _, err = call("portfolio", str(Path(__file__).parents[2] / "examples" / "portfolio.toml"), "--emit", "")
-    assert_one_line(code, err, "'--emit': give a directory name")
+    assert_one_line(code, err, "error: --emit: give a directory name")
     assert list(tmp_path.iterdir()) == []
 
 

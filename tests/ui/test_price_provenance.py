@@ -1,0 +1,63 @@
+"""Buyer trial s50: a plan's cost named neither the provider nor the date behind its price (M8),
+4,096 MI325X won on one provider's rate with only a ``*`` to say so (H1), and a 512-node spot plan
+read its wait for capacity from traces of 1-16 nodes without a word (H3)."""
+
+import io
+import json
+from contextlib import redirect_stderr, redirect_stdout
+
+from planner.api.price_notices import SPOT_WAIT_TRACED_NODES
+from planner.catalog.hardware import load_catalog
+from planner.catalog.prices import PriceBasis, offers_of, offers_words
+from ui.cli import main
+
+
+def run(*args: str) -> tuple[str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        assert main(list(args)) == 0, err.getvalue()
+    return out.getvalue(), err.getvalue()
+
+
+def estimate(gpu: str, num_gpus: int, *extra: str) -> tuple[str, str]:
+    return run(
+        "estimate", "--model", "llama3-8b", "--gpu", gpu, "--num-gpus", str(num_gpus), "--tokens", "1e12", *extra
+    )
+
+
+def test_a_plan_names_the_offers_behind_its_price():
+    offers = offers_of(load_catalog().gpu("h100-sxm"), "on-demand")
+    assert len(offers) > 1
+    out, _ = estimate("h100-sxm", 16)
+    assert f"(median of on-demand offers: {offers_words(offers)})" in out
+    data = json.loads(estimate("h100-sxm", 16, "--json")[0])
+    listed = data["plan"]["price_offers"] if "plan" in data else data["price_offers"]
+    assert sorted((o["provider"], o["date"]) for o in listed) == sorted((o.provider, o.date) for o in offers)
+    assert all(o["source"] for o in listed)
+
+
+def test_one_providers_rate_is_said_with_what_it_assumes():
+    (offer,) = offers_of(load_catalog().gpu("mi325x"), "on-demand")
+    out, err = estimate("mi325x", 64)
+    assert f"(one provider's listed rate, not a median of offers: {offer.provider}, {offer.date})" in out
+    (line,) = [w for w in err.splitlines() if "one provider's listed rate, $" in w]
+    assert f"the cost assumes {offer.provider} rents 64 of them" in line
+    assert not [
+        w for w in estimate("mi325x", 8)[1].splitlines() if "rents 8 of them" in w
+    ]  # one node: the cost line says it
+    assert not [w for w in estimate("h100-sxm", 64)[1].splitlines() if "one provider's listed rate, $" in w]
+
+
+def test_spot_beyond_the_traced_scale_is_said():
+    nodes = 2 * SPOT_WAIT_TRACED_NODES
+    _, err = estimate("mi300x", 8 * nodes, "--price-kind", "spot")
+    (line,) = [w for w in err.splitlines() if "spot capacity for" in w]
+    assert f"spot capacity for {nodes:,} nodes" in line and f"traces of 1 to {SPOT_WAIT_TRACED_NODES} nodes" in line
+    assert not [w for w in estimate("mi300x", 64, "--price-kind", "spot")[1].splitlines() if "spot capacity for" in w]
+
+
+def test_every_one_offer_price_lists_its_offer():
+    """Buyer trial s50 L4: b300 and rtx-4090 said one-offer with no offer listed."""
+    for gpu in load_catalog().gpus.values():
+        if gpu.price_basis == PriceBasis.ONE_OFFER:
+            assert len(offers_of(gpu, "on-demand")) == 1, gpu.id
