@@ -211,9 +211,10 @@ class CheckpointManager:
             self._write_manifest_and_publish(tmp, final)
         except OSError as exc:  # rank 0 only: the others learn of it below
             error = exc
+        else:  # before the last agreement, so every rank returns from the save at once (session_stop.py)
+            self._prune(step)
         if not _all_true(error is None, self.device):
             self._abandon(tmp, step, error)
-        self._prune(step)
         return final
 
     def _write_shards(self, tmp: Path, state: Checkpointable) -> None:

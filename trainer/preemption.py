@@ -30,19 +30,38 @@ GRACE_SHARE = 0.8
 
 
 @dataclass(frozen=True)
-class StopPoint:
-    """Where the run is when a stop signal arrives (trainer/session.py ``Session.stop_point``)."""
+class AgreedStop:
+    """What every rank holds alike from one step boundary to the next: set after each boundary's
+    all-reduce (trainer/session_stop.py) and after each save. A stop signal's choice reads only this
+    (review49 M2): each rank chooses alone, in its handler, where a collective would hang (review49
+    H1), and ranks that choose apart hang (the finishing ones wait in a collective for the ones gone
+    until the launcher's SIGKILL, saving nothing). Choices differ only while a signal lands in the
+    instant some ranks have passed a boundary whose choice changed and others have not."""
 
     steps_done: int
     last_saved_step: int  # the newest checkpoint's step; -1: none
     last_saved: str | None  # its directory name; None: none
+    trained: bool  # this launch trained a step (its first boundary is passed)
+    step_s: float | None  # the slowest rank's last step in this launch; None: none yet
+    save_s: float  # the slowest rank's last save, else the plan's
+    step_follows: bool  # another training step comes before the launch ends (no stop agreed)
+    at_end: bool  # the loop is over: the run's own end (save, test, report) follows
+
+    @property
+    def new_steps(self) -> bool:
+        """A step was trained (in this launch) since the newest checkpoint."""
+        return self.trained and self.steps_done > self.last_saved_step
+
+
+@dataclass(frozen=True)
+class StopPoint:
+    """Where the run is when a stop signal arrives (trainer/session_stop.py ``RunStops.point``)."""
+
+    agreed: AgreedStop  # what the choice is made from
     saves_checkpoints: bool
-    new_steps: bool  # a step was trained (in this launch) since the newest checkpoint
+    # This rank's own clock, for rank 0's words only: how far each rank is differs.
     in_step_s: float | None  # seconds into the step in flight; None: between steps
     micro_batch: tuple[int, int] | None  # (done, of) in the step in flight; None: not counted
-    step_s: float | None  # this launch's last measured step; None: none yet
-    save_s: float  # a checkpoint save: the last one measured, else the plan's
-    at_end: bool  # the loop is over: the run's own end (save, test, report) is under way
 
 
 @dataclass(frozen=True)
@@ -60,45 +79,51 @@ def stop_grace_s() -> float | None:
 
 
 def remaining_step_s(at: StopPoint) -> float | None:
-    """About how long the step in flight has left: from its own micro-batches' pace once one is
-    done (the device actually used, trial s49: the plan's GPU step said 0.05 s of a 10-minute CPU
-    step), else from the launch's last step; 0 between steps; None when nothing was measured."""
+    """About how long this rank's step in flight has left (rank 0's words): from its own
+    micro-batches' pace once one is done (the device actually used, trial s49: the plan's GPU step
+    said 0.05 s of a 10-minute CPU step), else from the launch's last step; 0 between steps; None
+    when nothing was measured."""
     if at.in_step_s is None:
         return 0.0
     if at.micro_batch is not None and at.micro_batch[0] > 0:
         done, total = at.micro_batch
         return at.in_step_s * (total - done) / done
-    return None if at.step_s is None else max(0.0, at.step_s - at.in_step_s)
+    step_s = at.agreed.step_s
+    return None if step_s is None else max(0.0, step_s - at.in_step_s)
 
 
 def choose_stop(name: str, at: StopPoint, grace_s: float | None) -> StopChoice:
     """Finish the step in flight and save, or stop at once: with checkpoints off, or nothing trained
-    since the newest checkpoint, there is nothing to protect; where the step and the save would
-    outlast the grace, the launcher's SIGKILL would end it mid-way all the same."""
+    since the newest checkpoint, there is nothing to protect; where a step and the save would outlast
+    the grace, the launcher's SIGKILL would end it mid-way all the same. A whole step, the slowest
+    rank's last, not the rest of the one in flight: every rank must choose alike (``AgreedStop``)."""
+    agreed = at.agreed
     counted = f" ({at.micro_batch[0]:,} of {at.micro_batch[1]:,} micro-batches done)" if at.micro_batch else ""
-    step = f"step {at.steps_done + 1}{counted}"
-    where = f"after step {at.steps_done}" if at.in_step_s is None else f"in {step}"
-    if at.at_end:
+    step = f"step {agreed.steps_done + 1}{counted}"
+    where = f"after step {agreed.steps_done}" if at.in_step_s is None else f"in {step}"
+    if agreed.at_end:
         return StopChoice(False, f"{name}: the run is at its end; it saves, reports and exits")
     if not at.saves_checkpoints:
         return StopChoice(
             True,
-            f"{name}: stopping at once {where}: {_lost_without_checkpoints(at.steps_done)}",
+            f"{name}: stopping at once {where}: {_lost_without_checkpoints(agreed.steps_done)}",
         )
-    resume = f"a rerun resumes from {at.last_saved}" if at.last_saved else "a rerun starts from step 0"
-    if not at.new_steps:
-        since = f"checkpoint {at.last_saved}" if at.last_saved else "the start"
+    resume = f"a rerun resumes from {agreed.last_saved}" if agreed.last_saved else "a rerun starts from step 0"
+    if not agreed.new_steps:
+        since = f"checkpoint {agreed.last_saved}" if agreed.last_saved else "the start"
         return StopChoice(True, f"{name}: stopping at once {where}: nothing trained since {since}; {resume}")
-    left = remaining_step_s(at)
-    if grace_s is not None and left is not None and left + at.save_s > GRACE_SHARE * grace_s:
+    rest = (agreed.step_s or 0.0) if agreed.step_follows else 0.0
+    if grace_s is not None and rest + agreed.save_s > GRACE_SHARE * grace_s:
+        work = f"a step ({_about(rest)}, the slowest rank's last) and a save" if rest else "a save"
         return StopChoice(
             True,
-            f"{name}: stopping at once {where}: the rest of it ({_about(left)}) and a save"
-            f" ({_about(at.save_s)}) would outlast the {grace_s:,.0f} s stop grace; {resume}, training"
-            f" {_steps(max(at.last_saved_step, 0) + 1, at.steps_done)} again",
+            f"{name}: stopping at once {where}: {work} ({_about(agreed.save_s)}) would outlast the"
+            f" {grace_s:,.0f} s stop grace; {resume}, training"
+            f" {_steps(max(agreed.last_saved_step, 0) + 1, agreed.steps_done)} again",
         )
     if at.in_step_s is None:
-        return StopChoice(False, f"{name}: stopping after step {at.steps_done}; saving a checkpoint, then exiting")
+        return StopChoice(False, f"{name}: stopping after step {agreed.steps_done}; saving a checkpoint, then exiting")
+    left = remaining_step_s(at)
     about = f", {_about(left)} more" if left is not None else ""
     return StopChoice(False, f"{name}: finishing {step}{about}, then saving a checkpoint and exiting")
 

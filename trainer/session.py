@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import logging
 import math
-import os
-import signal
 import time
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -24,14 +22,13 @@ from planner.layout import Layout, Precision
 from trainer.checkpoint import Checkpointable, CheckpointManager, step_dir_name
 from trainer.files import CHECKPOINT_DIR, keep_earlier_run, model_identity
 from trainer.job_spec import JobSpec, memory_headroom
-from trainer.locks import parent_gone
 from trainer.log import ON_STDOUT
 from trainer.meter import RunMeter
 from trainer.metrics import MetricsLogger, ProgressBar, StepMetrics, timing_setup
 from trainer.optim import LossScaler, adopt_run, apply_schedule
 from trainer.parallel import Meshes
 from trainer.pipeline import describe_run
-from trainer.preemption import PreemptionFlag, StopPoint, choose_stop, stop_grace_s, stopped_words
+from trainer.preemption import stopped_words
 from trainer.probe import (
     JobTiming,
     MemoryReading,
@@ -47,6 +44,7 @@ from trainer.probe import (
 )
 from trainer.run_state import Outcome, TrainState
 from trainer.session_setup import build_step_parts, prepare_data_once, split_loader
+from trainer.session_stop import RunStops
 
 log = logging.getLogger(__name__)
 
@@ -104,20 +102,15 @@ class Session:
         self.ckpt = CheckpointManager(
             self.job_dir / CHECKPOINT_DIR, self.run.keep_checkpoints, device, model_identity(self.plan)
         )
-        self.preemption = PreemptionFlag.install()
-        self.step_started: float | None = None  # perf_counter at the start of the step in flight
-        self.loop_over = False
-        self.save_s = getattr(self.plan.estimate.goodput, "checkpoint_write_s", 0.0)  # then as measured
-        # Under torchrun: the agent that started us. If it is gone (re-parented), stop like on SIGTERM.
-        self.parent_pid = os.getppid() if "TORCHELASTIC_RUN_ID" in os.environ else None
+        plan_save_s = getattr(self.plan.estimate.goodput, "checkpoint_write_s", 0.0)
+        self.stops = RunStops(self.run.save_checkpoints, plan_save_s, device, self.stepper.heartbeat, self._last_words)
+        self.preemption = self.stops.flag
         self.meter = RunMeter(self.plan, device, self.is_rank0)
         # the job's typical step is timed over the steps of this setup (trial s45)
         self.setup = timing_setup(self.plan, dist.get_world_size(), measured_gpu(device) or device.type)
         self.last_saved_step = -1
         self.started = time.perf_counter()
         self.metrics: MetricsLogger | None = None
-        self.preemption.choose = lambda name: choose_stop(name, self.stop_point(), stop_grace_s())
-        self.preemption.last_words = self._last_words
 
     def close(self) -> None:
         self.preemption.close()
@@ -182,6 +175,7 @@ class Session:
         elif aside := sorted(self.ckpt.set_aside):  # this launch set them aside (review s37: not again)
             self._start_over(aside)
         self.last_saved_step = step if step is not None else -1
+        self.stops.resumed(self.state.step, self.last_saved_step)
         self.metrics = MetricsLogger(self.job_dir, self.state.step, enabled=self.is_rank0, setup=self.setup)
 
     def _start_over(self, aside: list[str]) -> None:
@@ -202,8 +196,8 @@ class Session:
             return
         started = time.perf_counter()
         path = self.ckpt.save(self.state.step, self._checkpointable())
-        self.save_s = time.perf_counter() - started
         self.last_saved_step = self.state.step
+        self.stops.saved(self.state.step, time.perf_counter() - started)
         log.info(f"\nsaved checkpoint {path}")
 
     # ------------------------------------------------------------------ probe
@@ -280,37 +274,19 @@ class Session:
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
 
-    def stop_requested(self) -> bool:
+    def stop_requested(self, loop_ends: bool = False) -> bool:
         """Whether any rank was signalled or orphaned, or rank 0 could not write its metrics (a
-        full disk): one all-reduce, so every rank stops at the same step."""
-        stop = self.preemption.requested or parent_gone(self.parent_pid)
+        full disk): one all-reduce, so every rank stops at the same step (trainer/session_stop.py).
+        ``loop_ends``: no training step follows in this launch."""
         failure = self.metrics.failure if self.metrics is not None else None
-        flags = torch.tensor([1 if stop else 0, 1 if failure else 0], device=self.device)
-        dist.all_reduce(flags, op=dist.ReduceOp.MAX)
-        if flags[1].item():
+        step_s = self.meter.step_times[-1] if self.meter.step_times else None  # None: before the first step
+        agreed = self.stops.boundary(self.state.step, step_s, failure is not None, loop_ends)
+        if agreed.failure:
             raise DiskFullError(
                 (failure or f"rank 0 could not write {self.job_dir / 'metrics.jsonl'}")
                 + f"; free space and resume from the last checkpoint ({self._kept()})"
             )
-        if stop and not self.preemption.requested:
-            self.preemption.signum = signal.SIGTERM  # the launcher died: save and exit as preempted
-        return bool(flags[0].item())
-
-    def stop_point(self) -> StopPoint:
-        """Where the run is, for a stop signal's answer (trainer/preemption.py ``choose_stop``)."""
-        steps, last = self.meter.step_times, self.last_saved_step
-        return StopPoint(
-            steps_done=self.state.step,
-            last_saved_step=last,
-            last_saved=step_dir_name(last) if last >= 0 else None,
-            saves_checkpoints=self.run.save_checkpoints,
-            new_steps=bool(steps) and self.state.step > last,
-            in_step_s=None if self.step_started is None else time.perf_counter() - self.step_started,
-            micro_batch=self.stepper.heartbeat.micro_batch if self.step_started is not None else None,
-            step_s=steps[-1] if steps else None,
-            save_s=self.save_s,
-            at_end=self.loop_over,
-        )
+        return agreed.stop
 
     def _last_words(self) -> None:
         """Before a stop at once, this launch's report; none when it trained nothing (then the last one
@@ -334,11 +310,11 @@ class Session:
         while self.state.step < until_step:
             batches = self._next_batches()
             self._synchronize()
-            started = self.step_started = time.perf_counter()
+            started = self.stops.step_begins()
             result = self.stepper.train_step(batches)
             self._synchronize()
             step_s = time.perf_counter() - started
-            self.step_started = None
+            self.stops.step_ends()
             self.meter.step_times.append(step_s)
             self.state.step += 1
             self._count_bad(result)
@@ -392,6 +368,17 @@ class Session:
         )
 
     def _end_condition(self, val_loss: float | None) -> Outcome | None:
+        ended = self._run_ended(val_loss)
+        # every step's boundary is agreed, the last too: a stop signal's answer reads it
+        stop = self.stop_requested(loop_ends=ended is not None or self.state.step >= self.stop_step)
+        # A stop during the launch's last step: it ends as it would have, saved and tested (trial s45:
+        # "preempted" at the job's last step, no test loss, and the rerun kept that report as final).
+        if ended is None and stop and self.state.step < self.stop_step:
+            return Outcome.PREEMPTED
+        return ended
+
+    def _run_ended(self, val_loss: float | None) -> Outcome | None:
+        """The run's own end before its last step (every rank alike: the losses are all-reduced)."""
         if self.state.bad_steps >= self.run.max_bad_steps:
             return Outcome.DIVERGED
         if (
@@ -400,10 +387,6 @@ class Session:
             and self.state.evals_without_improvement >= self.run.early_stop_patience
         ):
             return Outcome.EARLY_STOPPED
-        # A stop during the launch's last step: it ends as it would have, saved and tested (trial s45:
-        # "preempted" at the job's last step, no test loss, and the rerun kept that report as final).
-        if self.stop_requested() and self.state.step < self.stop_step:
-            return Outcome.PREEMPTED
         return None
 
     # ------------------------------------------------------------------ evaluation
@@ -435,7 +418,6 @@ class Session:
 
     def save_and_report(self, outcome: Outcome) -> None:
         """Save (except after divergence, which keeps the last good checkpoint), test, report."""
-        self.loop_over = True  # a stop signal from here lets the end finish (preemption.py)
         if outcome == Outcome.DIVERGED:
             kept = self.last_saved_step
             log.error(

@@ -38,11 +38,12 @@ class Heartbeat:
 
     def __init__(self, interval_s: float | None = None):
         self.interval_s = HEARTBEAT_S if interval_s is None else interval_s
+        self.micro_batch: tuple[int, int] | None = None  # (done, of): a stop signal's line says it
         self.start()
 
     def start(self) -> None:
         self.started = self.said = time.monotonic()
-        self.micro_batch: tuple[int, int] | None = None  # (done, of): a stop signal's line says it
+        self.micro_batch = None
 
     def tick(self, done: int, total: int) -> None:
         self.micro_batch = (done, total)

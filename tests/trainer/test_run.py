@@ -124,7 +124,7 @@ def test_corrupt_checkpoint_falls_back_to_the_previous_one(tmp_path, in_process,
 def test_a_preempted_job_without_checkpoints_says_its_steps_are_lost(tmp_path, in_process, monkeypatch, capsys):
     """Trial s37: with --no-checkpoints a SIGTERM at step 16 said "stopped at step 16 before anything
     new was trained", and the rerun began at step 1."""
-    import trainer.session as session_module
+    import trainer.session_stop as stop_module
 
     calls = [0]
 
@@ -132,7 +132,7 @@ def test_a_preempted_job_without_checkpoints_says_its_steps_are_lost(tmp_path, i
         calls[0] += 1
         return calls[0] >= 3
 
-    monkeypatch.setattr(session_module, "parent_gone", gone)
+    monkeypatch.setattr(stop_module, "parent_gone", gone)
     job = write_job(tmp_path, SINGLE, 1, steps=6, save_checkpoints=False, probe_steps=0)
     assert train(job) == ExitCode.PREEMPTED
     out = capsys.readouterr().out
@@ -143,7 +143,7 @@ def test_a_preempted_job_without_checkpoints_says_its_steps_are_lost(tmp_path, i
 def test_a_stop_during_the_last_step_ends_the_job_completed_and_tested(tmp_path, in_process, monkeypatch, capsys):
     """Trial s45: SIGTERM during a job's last step ended it "preempted" at that step, without its test
     loss, and every rerun said "the job is complete ... its report.json stands": preempted, for good."""
-    import trainer.session as session_module
+    import trainer.session_stop as stop_module
 
     calls = [0]
 
@@ -151,7 +151,7 @@ def test_a_stop_during_the_last_step_ends_the_job_completed_and_tested(tmp_path,
         calls[0] += 1
         return calls[0] >= 4
 
-    monkeypatch.setattr(session_module, "parent_gone", gone)
+    monkeypatch.setattr(stop_module, "parent_gone", gone)
     job = write_job(tmp_path, SINGLE, 1, steps=3, probe_steps=0)
     assert train(job) == ExitCode.OK
     report = json.loads((job / "report.json").read_text())

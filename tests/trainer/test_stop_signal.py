@@ -17,25 +17,25 @@ import trainer.preemption as preemption
 import trainer.step as step_module
 from planner.errors import ExitCode
 from planner.layout import Layout
-from trainer.preemption import STOP_GRACE_ENV, StopPoint, choose_stop
+from trainer.preemption import STOP_GRACE_ENV, AgreedStop, StopPoint, choose_stop
 from trainer.train import main
 
 
-def point(**given) -> StopPoint:
-    """Step 5 in flight, 2 of 8 micro-batches done after 10 s; checkpoint step-000003; 1 s saves."""
+def point(in_step_s: float | None = 10.0, micro_batch: tuple[int, int] | None = (2, 8), **agreed) -> StopPoint:
+    """Step 5 in flight, 2 of 8 micro-batches done here after 10 s; checkpoint step-000003; the
+    slowest rank's last step 30 s, its last save 1 s."""
     fields = dict(
         steps_done=4,
         last_saved_step=3,
         last_saved="step-000003",
-        saves_checkpoints=True,
-        new_steps=True,
-        in_step_s=10.0,
-        micro_batch=(2, 8),
+        trained=True,
         step_s=30.0,
         save_s=1.0,
+        step_follows=True,
         at_end=False,
     )
-    return StopPoint(**{**fields, **given})  # type: ignore[arg-type]
+    saves = agreed.pop("saves_checkpoints", True)
+    return StopPoint(AgreedStop(**{**fields, **agreed}), saves, in_step_s, micro_batch)  # type: ignore[arg-type]
 
 
 def test_a_step_that_can_end_within_the_grace_is_finished_and_said_so() -> None:
@@ -48,37 +48,55 @@ def test_a_step_that_can_end_within_the_grace_is_finished_and_said_so() -> None:
     )
     between = choose_stop("SIGTERM", point(in_step_s=None), grace_s=120)  # in an evaluation or a save
     assert not between.at_once and between.line.startswith("SIGTERM: stopping after step 4; saving a checkpoint")
-    just_saved = choose_stop("SIGTERM", point(in_step_s=None, steps_done=3, new_steps=False), grace_s=120)
-    assert just_saved.at_once and just_saved.line.startswith("SIGTERM: stopping at once after step 3: nothing")
+    just_saved = choose_stop("SIGTERM", point(in_step_s=None, last_saved_step=4, last_saved="step-000004"), 120)
+    assert just_saved.at_once and just_saved.line.startswith("SIGTERM: stopping at once after step 4: nothing")
 
 
 def test_nothing_to_protect_stops_at_once() -> None:
-    start = choose_stop("SIGINT", point(steps_done=0, last_saved_step=-1, last_saved=None, new_steps=False), 120)
+    # before this launch's first step boundary: nothing trained yet (its first step in flight)
+    start = choose_stop("SIGINT", point(steps_done=0, last_saved_step=-1, last_saved=None, trained=False), 120)
     assert start.at_once
     assert start.line == (
         "SIGINT: stopping at once in step 1 (2 of 8 micro-batches done): nothing trained since the start; a rerun starts"
         " from step 0"
     )
-    saved = choose_stop("SIGTERM", point(steps_done=3, new_steps=False), 120)
+    resumed = choose_stop("SIGTERM", point(steps_done=3, trained=False, step_s=None), 120)
     assert (
-        saved.at_once and "nothing trained since checkpoint step-000003; a rerun resumes from step-000003" in saved.line
+        resumed.at_once
+        and "nothing trained since checkpoint step-000003; a rerun resumes from step-000003" in resumed.line
     )
     off = choose_stop("SIGTERM", point(saves_checkpoints=False, last_saved_step=-1, last_saved=None), 120)
     assert off.at_once and "this job saves no checkpoints (--no-checkpoints), so its 4 steps are lost" in off.line
 
 
 def test_a_step_that_would_outlast_the_grace_stops_at_once() -> None:
-    # 20 s to go and a 1 s save: past 80 % of a 25 s grace (the exit needs the rest)
-    late = choose_stop("SIGTERM", point(), grace_s=25)
+    # a 30 s step and a 1 s save: past 80 % of a 35 s grace (the exit needs the rest)
+    late = choose_stop("SIGTERM", point(), grace_s=35)
     assert late.at_once
-    assert "would outlast the 25 s stop grace; a rerun resumes from step-000003, training step 4 again" in late.line
+    assert late.line == (
+        "SIGTERM: stopping at once in step 5 (2 of 8 micro-batches done): a step (about 30 s, the slowest rank's"
+        " last) and a save (about 1 s) would outlast the 35 s stop grace; a rerun resumes from step-000003,"
+        " training step 4 again"
+    )
     wide = choose_stop("SIGTERM", point(steps_done=7), grace_s=25).line
     assert "training steps 4-7 again" in wide
-    # before a micro-batch is done, the launch's last measured step says how long it takes
-    assert choose_stop("SIGTERM", point(micro_batch=(0, 8), in_step_s=1.0), grace_s=30).at_once
-    assert not choose_stop("SIGTERM", point(micro_batch=(0, 8), in_step_s=1.0), grace_s=60).at_once
+    assert not choose_stop("SIGTERM", point(), grace_s=60).at_once
     assert not choose_stop("SIGTERM", point(), grace_s=None).at_once  # nobody kills it: finish
     assert not choose_stop("SIGTERM", point(at_end=True), grace_s=1).at_once  # its own end: save, test, report
+    # a stop agreed at the boundary: only the save is left
+    saving = choose_stop("SIGTERM", point(in_step_s=None, step_follows=False), grace_s=5)
+    assert not saving.at_once and saving.line.startswith("SIGTERM: stopping after step 4; saving")
+    slow_save = choose_stop("SIGTERM", point(in_step_s=None, step_follows=False, save_s=10.0), grace_s=5)
+    assert slow_save.at_once and ": a save (about 10 s) would outlast the 5 s stop grace" in slow_save.line
+
+
+def test_how_far_this_rank_is_changes_the_words_not_the_choice() -> None:
+    """Review49 M2: the rest of the step from this rank's own clock flipped the choice near the
+    grace, so ranks chose apart. A 30 s step and a 1 s save in a 35 s grace: at once wherever the
+    rank is in the step; the words still say where rank 0 is."""
+    for in_step_s, micro_batch in ((0.0, None), (1.0, (0, 8)), (10.0, (2, 8)), (29.0, (7, 8)), (None, None)):
+        assert choose_stop("SIGTERM", point(in_step_s, micro_batch), grace_s=35).at_once, in_step_s
+    assert " in step 5 (7 of 8 micro-batches done): " in choose_stop("SIGTERM", point(29.0, (7, 8)), 35).line
 
 
 class Ended(BaseException):
@@ -149,7 +167,7 @@ def test_a_step_past_the_grace_ends_at_once(tmp_path, in_process, signal_in_step
     with pytest.raises(Ended):
         main([str(job), "--device", "cpu"])
     out = capsys.readouterr().out
-    assert "SIGTERM: stopping at once in step 4 (1 of 2 micro-batches done): the rest of it" in out
+    assert "SIGTERM: stopping at once in step 4 (1 of 2 micro-batches done): a step (" in out
     assert "stop grace; a rerun resumes from step-000002, training step 3 again" in out
     assert sorted(p.name for p in (job / "ckpt").iterdir()) == ["step-000002"]
 
@@ -270,3 +288,27 @@ def test_a_stop_at_once_reports_without_a_collective(tmp_path, in_process, signa
         main([str(job), "--device", "cpu"])
     report = json.loads((job / "report.json").read_text())
     assert (report["outcome"], report["steps_done"]) == ("preempted", 2)
+
+
+def test_a_stop_at_a_steps_first_instant_counts_no_micro_batch(tmp_path, in_process, monkeypatch, capsys):
+    """Review49 L1: a signal before the step's first micro-batch said the last step's count."""
+
+    def ended(signum: int) -> None:
+        raise Ended(signum)
+
+    monkeypatch.setattr(preemption, "end_by", ended)
+    monkeypatch.delenv(STOP_GRACE_ENV, raising=False)
+    train_step, calls = step_module.Stepper.train_step, []
+
+    def signal_then_train(self, batches):
+        calls.append(1)
+        if len(calls) == 3:  # step 3 has begun; step-000002 holds every step trained: at once
+            os.kill(os.getpid(), signal.SIGTERM)
+        return train_step(self, batches)
+
+    monkeypatch.setattr(step_module.Stepper, "train_step", signal_then_train)
+    with pytest.raises(Ended):
+        main([str(job_of(tmp_path)), "--device", "cpu"])
+    assert (
+        "SIGTERM: stopping at once in step 3: nothing trained since checkpoint step-000002" in capsys.readouterr().out
+    )
