@@ -30,7 +30,7 @@ import os
 import shutil
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -98,8 +98,9 @@ def _os_error(exc: BaseException | None) -> str | None:
 
 
 # A manifest that cannot be read (OSError: gone, EIO, ESTALE) is read again this often before the
-# run refuses: on a shared file system a checkpoint can be briefly invisible (attribute caching,
-# a remount), and taking that for damage set it aside and started over (trial49 M5).
+# run falls back to an earlier checkpoint, or refuses without one: on a shared file system a
+# checkpoint can be briefly invisible (attribute caching, a remount), and taking that for damage
+# set it aside and started over (trial49 M5).
 MANIFEST_TRIES = 3
 MANIFEST_RETRY_S = 5.0
 
@@ -174,14 +175,17 @@ def _all_true(flag: bool, device: torch.device) -> bool:
 
 class CheckpointManager:
     def __init__(
-        self, ckpt_dir: Path, keep: int, collective_device: torch.device, identity: ModelIdentity | None = None
-    ):
+        self, ckpt_dir: Path, keep: int, collective_device: torch.device, identity: ModelIdentity | None = None,
+        wait: Callable[[float], None] = time.sleep,
+    ):  # fmt: skip
+        """``wait``: between reads of a manifest that cannot be read (``MANIFEST_RETRY_S``)."""
         self.ckpt_dir = Path(ckpt_dir)
         if self.ckpt_dir.exists() and not self.ckpt_dir.is_dir():
             raise ValueError(f"{self.ckpt_dir} is not a directory: move it aside (checkpoints are written there)")
         self.keep = keep
         self.device = collective_device  # tensors for all_reduce (CPU for gloo, CUDA for NCCL)
         self.identity = identity  # written into each manifest; a checkpoint of another model is refused
+        self.wait = wait
         self.rank, self.world = dist.get_rank(), dist.get_world_size()
         # the checkpoints this launch set aside as corrupt, by name (a start-over says them once)
         self.set_aside: list[str] = []
@@ -331,21 +335,17 @@ class CheckpointManager:
         # one rank that cannot read the manifest now: not known to be damaged, on any rank
         return next((v for v in found if v.unreadable), found[0] if found else Verdict(None))
 
-    def _verified(self, path: Path) -> str | None:
-        """``verify``, asked again while the manifest cannot be read; then a refusal, nothing renamed."""
+    def _verified(self, path: Path) -> Verdict:
+        """``verify``, asked again while the manifest cannot be read; then still ``unreadable``."""
         for attempt in range(1, MANIFEST_TRIES + 1):
             verdict = self._verdict(path)
             if not verdict.unreadable:
-                return verdict.problem
+                return verdict
             if attempt < MANIFEST_TRIES:
                 log.warning(f"checkpoint {path}: {verdict.problem}; trying again in {MANIFEST_RETRY_S:g} s",
                             extra=ON_STDOUT)  # fmt: skip
-                time.sleep(MANIFEST_RETRY_S)
-        raise ValueError(
-            f"checkpoint {path}: {verdict.problem}, {MANIFEST_TRIES} tries {MANIFEST_RETRY_S:g} s apart; nothing"
-            f" was set aside: if its file system was away, run again; if the manifest is lost, move {path.name}"
-            " out of the way (an earlier checkpoint is then loaded)"
-        )
+                self.wait(MANIFEST_RETRY_S)
+        return replace(verdict, problem=f"{verdict.problem}, {MANIFEST_TRIES} tries {MANIFEST_RETRY_S:g} s apart")
 
     def _check_share(self, path: Path, manifest: dict, names: list[str]) -> str | None:
         for name in names[self.rank :: self.world]:
@@ -364,12 +364,17 @@ class CheckpointManager:
         aside). Newer ones that failed to verify are set aside once an earlier one has loaded."""
         touched = None  # a checkpoint whose load failed part-way: the model may hold some of it
         corrupt: list[Path] = []  # failed to verify, newest first: set aside only once the outcome is known
+        unreadable: list[tuple[Path, str]] = []  # manifest unreadable after the retries: left where they are
         newest_first = list(reversed(list_checkpoints(self.ckpt_dir)))
         for i, (step, path) in enumerate(newest_first):
             earlier = i + 1 < len(newest_first)
-            problem = self._verified(path)
-            if problem is not None:  # its files are not what was written
-                self._report_corrupt(path, problem, earlier)
+            verdict = self._verified(path)
+            if verdict.unreadable:  # not known to be damaged (review49 L2: it refused, an earlier one verifying)
+                self._report_corrupt(path, f"{verdict.problem}; left in place", earlier, "cannot be verified")
+                unreadable.append((path, str(verdict.problem)))
+                continue
+            if verdict.problem is not None:  # its files are not what was written
+                self._report_corrupt(path, verdict.problem, earlier)
                 corrupt.append(path)
                 continue
             self._check_identity(path)
@@ -385,6 +390,12 @@ class CheckpointManager:
                 f"no checkpoint in {self.ckpt_dir} could be loaded, and {touched.name} failed part-way, so the"
                 f" model is not freshly initialised: move {self.ckpt_dir} aside to start over"
             )
+        if unreadable:  # with or without the flag: a file system away for longer than the retries
+            path, problem = unreadable[0]
+            raise ValueError(
+                f"checkpoint {path}: {problem}; nothing was set aside: if its file system was away, run"
+                f" again; if the manifest is lost, move {path.name} out of the way"
+            )
         if corrupt and not restart_from_scratch:  # trial49 M5: days of training started over unasked
             raise ValueError(
                 f"no checkpoint in {self.ckpt_dir} verifies ({', '.join(p.name for p in corrupt)}), and starting"
@@ -395,9 +406,9 @@ class CheckpointManager:
         return None
 
     @staticmethod
-    def _report_corrupt(path: Path, problem: str, earlier: bool) -> None:
+    def _report_corrupt(path: Path, problem: str, earlier: bool, what: str = "is corrupt") -> None:
         then = "falling back to the previous one" if earlier else "no earlier checkpoint"
-        log.warning(f"checkpoint {path} is corrupt ({problem}); {then}", extra=ON_STDOUT)
+        log.warning(f"checkpoint {path} {what} ({problem}); {then}", extra=ON_STDOUT)
 
     def _check_identity(self, path: Path) -> None:
         """A verified checkpoint of another model (the job dir was re-emitted): say whose it is."""

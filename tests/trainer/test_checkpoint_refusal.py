@@ -1,9 +1,10 @@
 """Trial49 M5: with checkpoints and none that verifies, a run refuses (exit 2, nothing renamed) unless
-``--restart-from-scratch``; a manifest that cannot be read now is read again, then refused, never
-taken for damage. Whole runs in this process (world size 1, gloo), like tests/trainer/test_run.py."""
+``--restart-from-scratch``; a manifest that cannot be read now is read again, then passed over for
+an earlier checkpoint or, with none, refused: never taken for damage. Whole runs in this process (world size 1, gloo), like tests/trainer/test_run.py."""
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from support.jobs import read_metrics, write_job
 
 import trainer.checkpoint as checkpoint_module
 import trainer.launch as launch_module
+import trainer.session as session_module
 from planner.errors import ExitCode
 from planner.layout import Layout
 from trainer.train import main
@@ -70,20 +72,47 @@ def test_the_flag_changes_nothing_while_a_checkpoint_loads(six_steps, capsys):
     assert "step-000006.corrupt" in ckpt_names(job) and "starting again" not in out
 
 
-def test_a_manifest_that_cannot_be_read_is_refused_after_retries_not_set_aside(six_steps, monkeypatch, capsys):
+@pytest.fixture
+def waits(monkeypatch) -> list[float]:
+    """The manifest retries' waits (CheckpointManager's ``wait``), recorded, not slept."""
+    waited: list[float] = []
+    manager = functools.partial(checkpoint_module.CheckpointManager, wait=waited.append)
+    monkeypatch.setattr(session_module, "CheckpointManager", manager)
+    return waited
+
+
+def test_a_manifest_that_cannot_be_read_falls_back_after_retries_not_set_aside(six_steps, waits, capsys):
+    """Review49 L2: a newest checkpoint whose manifest stayed unreadable refused the run (exit 2,
+    which Slurm and Kubernetes do not retry) while an earlier one verified."""
+    job = six_steps
+    (job / "ckpt" / "step-000006" / "manifest.json").unlink()
+    capsys.readouterr()
+    assert train(job, "--steps", "4") == ExitCode.OK
+    out = capsys.readouterr().out
+    said = [line for line in out.splitlines() if "cannot be verified" in line]
+    assert said == [
+        f"checkpoint {job / 'ckpt' / 'step-000006'} cannot be verified (manifest.json cannot be read (No such file"
+        " or directory), 3 tries 5 s apart; left in place); falling back to the previous one"
+    ]
+    assert "resumed from checkpoint step-000003" in out and "is corrupt" not in out
+    assert waits == [checkpoint_module.MANIFEST_RETRY_S] * (checkpoint_module.MANIFEST_TRIES - 1)
+    assert ckpt_names(job) == ["step-000003", "step-000004", "step-000006"]  # nothing renamed
+
+
+def test_a_manifest_that_cannot_be_read_is_refused_when_no_earlier_one_verifies(six_steps, waits, capsys):
     """A shared file system's blip (the manifest briefly gone) set the checkpoint aside as corrupt."""
     job = six_steps
-    sleeps: list[float] = []
-    monkeypatch.setattr(checkpoint_module.time, "sleep", sleeps.append)
     (job / "ckpt" / "step-000006" / "manifest.json").unlink()
+    shard = job / "ckpt" / "step-000003" / "__0_0.distcp"
+    shard.write_bytes(shard.read_bytes()[:-8])
     capsys.readouterr()
     assert train(job, "--restart-from-scratch") == ExitCode.INVALID  # the flag is not for this either
     captured = capsys.readouterr()
     errors = [line for line in captured.err.splitlines() if line.startswith("error:")]
     assert len(errors) == 1, captured.err
     assert "step-000006: manifest.json cannot be read (No such file or directory), 3 tries 5 s apart" in errors[0]
-    assert "nothing was set aside" in errors[0] and "is corrupt" not in captured.out
-    assert sleeps == [checkpoint_module.MANIFEST_RETRY_S] * (checkpoint_module.MANIFEST_TRIES - 1)
+    assert "nothing was set aside" in errors[0]
+    assert len(waits) == checkpoint_module.MANIFEST_TRIES - 1
     assert ckpt_names(job) == ["step-000003", "step-000006"] and len(read_metrics(job)) == 6
 
 
@@ -92,7 +121,8 @@ def test_a_manifest_back_on_the_next_read_is_loaded(six_steps, monkeypatch, caps
     manifest = job / "ckpt" / "step-000006" / "manifest.json"
     text = manifest.read_text()
     manifest.unlink()
-    monkeypatch.setattr(checkpoint_module.time, "sleep", lambda _s: manifest.write_text(text))
+    manager = functools.partial(checkpoint_module.CheckpointManager, wait=lambda _s: manifest.write_text(text))
+    monkeypatch.setattr(session_module, "CheckpointManager", manager)
     capsys.readouterr()
     assert train(job, "--steps", "6") == ExitCode.OK
     out = capsys.readouterr().out
