@@ -147,6 +147,9 @@ class RunReport(_Report):
     # after it is lost with its steps); in reports written before launch_wall_s, the last launch's.
     wall_s: float
     launch_wall_s: float | None = None  # the last launch's own; None in reports written before it
+    # A failed launch's report: the earlier report with measured figures, kept beside under this name
+    # (review49 L3: a failed relaunch replaced a completed run's report); None: none was kept.
+    earlier_report: str | None = None
     # The steps the measured figures come from: the whole job's, every launch's first (warm-up) step
     # left out (trial s25: after a resume a report of one step's timing read as the whole run's);
     # 0 in reports written before it.

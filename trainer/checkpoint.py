@@ -42,7 +42,15 @@ from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_di
 
 from planner.errors import CheckpointDiskFullError, JobDirWriteError
 from planner.fmt import one_line
-from trainer.files import MANIFEST, ModelIdentity, file_sha256, list_checkpoints, saved_identity, step_dir_name
+from trainer.files import (
+    MANIFEST,
+    ModelIdentity,
+    file_sha256,
+    list_checkpoints,
+    rank_state_file,
+    saved_identity,
+    step_dir_name,
+)
 from trainer.log import ON_STDOUT, clipped
 from trainer.safe_dcp import safe_load
 
@@ -224,7 +232,7 @@ class CheckpointManager:
     def _write_shards(self, tmp: Path, state: Checkpointable) -> None:
         model_sd, optim_sd = self._state_dicts(state)
         dcp.save({"model": model_sd, "optim": optim_sd}, storage_writer=dcp.FileSystemWriter(tmp, sync_files=True))
-        rank_file = tmp / f"rank-{self.rank:05d}.pt"
+        rank_file = rank_state_file(tmp, self.rank)
         with rank_file.open("wb") as handle:
             torch.save(state.rank_state(), handle)
             handle.flush()
@@ -443,7 +451,7 @@ class CheckpointManager:
         for group, params in zip(optim_sd["param_groups"], own_params, strict=True):
             group["params"] = params
         set_state_dict(state.model, state.optimizer, model_state_dict=model_sd, optim_state_dict=optim_sd)
-        rank_file = path / f"rank-{self.rank:05d}.pt"
+        rank_file = rank_state_file(path, self.rank)
         if not rank_file.exists():  # resumed on more ranks than saved: continue from rank 0's position
-            rank_file = path / "rank-00000.pt"
+            rank_file = rank_state_file(path, 0)
         state.load_rank_state(torch.load(rank_file, weights_only=True))

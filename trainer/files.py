@@ -100,24 +100,31 @@ REPLAN_FILE = "replan_needed.json"
 EXIT_STATUS_FILE = "exit_status.json"  # the workers' exit code, which ``trainplan run`` returns
 
 
-def keep_earlier_run(job_dir: Path) -> list[str]:
-    """Rename the job's metrics and report to ``metrics.before-restart-N.jsonl`` and
-    ``report.before-restart-N.json`` (N the first free) before a run that starts again from step 0;
-    returns the names given."""
+def keep_earlier_run(
+    job_dir: Path, names: tuple[str, ...] = (METRICS_FILE, REPORT_FILE), before: str = "restart"
+) -> list[str]:
+    """Rename the job's metrics and report (``names``) to ``metrics.before-restart-N.jsonl`` and
+    ``report.before-restart-N.json`` (``before``: what comes after them; N the first free) before a
+    run that starts again from step 0; returns the names given."""
     n = 1
-    while any((job_dir / _restart_name(name, n)).exists() for name in (METRICS_FILE, REPORT_FILE)):
+    while any((job_dir / _kept_name(name, before, n)).exists() for name in names):
         n += 1
     kept = []
-    for name in (METRICS_FILE, REPORT_FILE):
+    for name in names:
         if (job_dir / name).is_file():
-            os.replace(job_dir / name, job_dir / _restart_name(name, n))
-            kept.append(_restart_name(name, n))
+            os.replace(job_dir / name, job_dir / _kept_name(name, before, n))
+            kept.append(_kept_name(name, before, n))
     return kept
 
 
-def _restart_name(name: str, n: int) -> str:
+def _kept_name(name: str, before: str, n: int) -> str:
     stem, dot, suffix = name.partition(".")
-    return f"{stem}.before-restart-{n}{dot}{suffix}"
+    return f"{stem}.before-{before}-{n}{dot}{suffix}"
+
+
+def rank_state_file(checkpoint: Path, rank: int) -> Path:
+    """A checkpoint's file of one rank's own state (step counters, loader position, RNG: trainer/checkpoint.py)."""
+    return checkpoint / f"rank-{rank:05d}.pt"
 
 
 def write_atomic(path: Path, text: str, *, executable: bool = False) -> Path:

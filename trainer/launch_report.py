@@ -36,7 +36,7 @@ def report_failed_launch(job_dir: Path, spec: JobSpec, device: str, code: int, b
     "preempted at step 13" stood after a kill at step 17)."""
     if code in WORKERS_REPORT or report_stamp(job_dir) != before:
         return
-    from trainer.probe import write_failed_report
+    from trainer.failed_report import write_failed_report
     from trainer.run_state import Outcome
 
     outcome = Outcome.PEER_LOST if code == ExitCode.PEER_LOST else Outcome.FAILED

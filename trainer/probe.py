@@ -38,7 +38,7 @@ from planner.reports import (
     error_pct,
 )
 from planner.units import GIB
-from trainer.files import CHECKPOINT_DIR, REPLAN_FILE, REPORT_FILE, list_checkpoints, write_json_atomic
+from trainer.files import REPLAN_FILE, REPORT_FILE, write_json_atomic
 from trainer.job_spec import RunSettings, check_estimate_current, memory_headroom, run_problem
 from trainer.run_state import Outcome
 
@@ -337,34 +337,6 @@ def write_report(job_dir: Path, plan: Plan, summary: RunSummary, device_type: st
     return report
 
 
-def write_failed_report(
-    job_dir: Path, plan: Plan, outcome: Outcome, device_type: str, launch_wall_s: float
-) -> RunReport:
-    """report.json after a launch whose workers wrote none (a worker killed or crashed, a lost peer:
-    trial s49 L2, the earlier launch's "preempted at step 13" stood after a kill at step 17): the
-    outcome and the newest checkpoint's step, where a rerun resumes. Nothing is measured here (the
-    launcher holds no timings; metrics.jsonl has each step's); the job's wall time before this
-    launch is in the checkpoint, so ``wall_s`` is this launch's."""
-    saved = list_checkpoints(Path(job_dir) / CHECKPOINT_DIR)
-    steps_done = saved[-1][0] if saved else 0
-    summary = RunSummary(
-        steps_done=steps_done,
-        outcome=outcome.value,
-        step_s=None,
-        tokens_per_s=None,
-        mfu=None,
-        peak_gib=None,
-        final_train_loss=None,
-        final_val_loss=None,
-        test_loss=None,
-        test_perplexity=None,
-        bad_steps=0,
-        wall_s=launch_wall_s,
-        launch_wall_s=launch_wall_s,
-    )
-    return write_report(job_dir, plan, summary, device_type, None)
-
-
 # RunFigures' fields; MFU in percent, as plan and estimate print it (trial s33: "0.003" beside "0.3%")
 REPORT_FORMATS = {"step_s": ".3f", "tokens_per_s": ",.0f", "peak_gib": ".2f", "mfu": ".1%", "reserved_gib": ".2f"}
 # ... and their rows' words, with units (trial s45: "peak_gib 0.16" beside the job README's "0.7 GiB
@@ -430,9 +402,14 @@ def _head_lines(report: RunReport) -> list[str]:
             if report.steps_done
             else "no checkpoint yet, so a rerun starts from step 0"
         )
+        kept = (
+            f"; the earlier report, with its measured figures, is {report.earlier_report}"
+            if report.earlier_report
+            else ""
+        )
         return [
             f"run {report.outcome} ({wall_words(report)}), layout {report.layout}: its workers wrote no report;"
-            f" {resume} (metrics.jsonl holds every step)"
+            f" {resume} (metrics.jsonl holds every step){kept}"
         ]
     lines = [f"run {report.outcome} at step {report.steps_done} ({wall_words(report)}), layout {report.layout}"]
     if not report.comparable:

@@ -290,6 +290,7 @@ REPORT_KEYS = {
     "bad_steps": None,
     "wall_s": None,
     "launch_wall_s": None,
+    "earlier_report": None,
     "measured_steps": None,
     "measured_warmup_only": None,
     "layout": None,

@@ -14,8 +14,9 @@ from support.jobs import PREDICTED_PEAK_GIB, PREDICTED_STEP_S, make_plan
 from planner.layout import Layout, TrainingConfig
 from planner.plan_accuracy import MemoryBand, Uncertainty
 from planner.reports import RunReport, ValidationReport
+from trainer.failed_report import write_failed_report
 from trainer.files import REPORT_FILE
-from trainer.probe import MemoryReading, RunSummary, format_report, write_failed_report, write_report, write_validation
+from trainer.probe import MemoryReading, RunSummary, format_report, write_report, write_validation
 from trainer.run_state import Outcome
 
 STEP_BAND = (0.041, 0.056)
@@ -124,6 +125,28 @@ def test_a_failed_launch_leaves_a_report_at_the_newest_checkpoint(tmp_path, outc
         (tmp_path / "ckpt" / f"step-{step:06d}").rmdir()
     fresh = write_failed_report(tmp_path, plan, outcome, "cpu", launch_wall_s=7.0)
     assert fresh.steps_done == 0 and "no checkpoint yet, so a rerun starts from step 0" in format_report(fresh)
+
+
+def test_a_failed_launch_keeps_the_earlier_measured_report_and_the_jobs_wall_time(tmp_path):
+    """Review49 L3: a failed relaunch replaced a completed report's measured figures, and its wall_s
+    was that launch's alone, where every report's is the job's up to its newest checkpoint."""
+    import torch
+
+    plan = banded_plan()
+    completed = write_report(tmp_path, plan, summary(0.05, steps_done=15, outcome="completed"), "cpu", None)
+    newest = tmp_path / "ckpt" / "step-000015"
+    newest.mkdir(parents=True)
+    torch.save({"train": {"step": 15, "wall_s": 120.0}}, newest / "rank-00000.pt")
+    first = write_failed_report(tmp_path, plan, Outcome.FAILED, "cpu", launch_wall_s=7.0)
+    assert (first.wall_s, first.launch_wall_s) == (120.0, 7.0)
+    assert first.earlier_report == "report.before-failure-1.json"
+    assert RunReport.load(tmp_path / "report.before-failure-1.json") == completed
+    text = format_report(first)
+    assert "(7 s this launch, 120 s in all)" in text
+    assert "the earlier report, with its measured figures, is report.before-failure-1.json" in text
+    again = write_failed_report(tmp_path, plan, Outcome.PEER_LOST, "cpu", launch_wall_s=3.0)
+    assert again.earlier_report == "report.before-failure-1.json"  # a failed one holds nothing to keep
+    assert sorted(p.name for p in tmp_path.glob("report*.json")) == ["report.before-failure-1.json", REPORT_FILE]
 
 
 STAND_IN = """
