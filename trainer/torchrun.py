@@ -118,11 +118,32 @@ def restart_line(failures: dict[int, ProcessFailure], left: int, most: int, save
 
 
 def failure_line(error: ChildFailedError) -> str:
-    """``training failed: rank 0 exited with code 2, rank 1 with code 2``; a rank ended by a signal
+    """``training failed: rank 0 exited with code 1, rank 1 with code 5``; a rank ended by a signal
     is said by its name (trial s45 L5: "rank 0 exited with code -15" read as a crash, where the
     agent had stopped it after rank 1 failed)."""
     codes = {rank: failure.exitcode for rank, failure in error.failures.items()}
+    refused = _refusal_words(codes)
+    if refused is not None:
+        return f"training failed (exit {ExitCode.INVALID:d}): the workers' error line above says why ({refused})"
     return f"training failed: {_ranks_words(codes)} (the workers' own messages are above)"
+
+
+def _refusal_words(codes: dict[int, int]) -> str | None:
+    """Where every rank that ended on its own refused (exit 2): which exited, and which the launcher
+    then stopped; None otherwise. The ranks check the same job and checkpoints and refuse alike, so
+    the one that exited first is only the quickest (ckpt49: "rank 0 stopped by the launcher after
+    another rank failed, rank 1 with code 2" blamed rank 1 for a refusal of every rank's)."""
+    exited = sorted(rank for rank, code in codes.items() if code != -signal.SIGTERM)
+    if not exited or any(codes[rank] != ExitCode.INVALID for rank in exited):
+        return None
+    stopped = sorted(rank for rank, code in codes.items() if code == -signal.SIGTERM)
+    if not stopped:
+        return "every rank exited with it"
+    return f"{_ranks(exited)} exited first; the launcher then stopped {_ranks(stopped)} (SIGTERM)"
+
+
+def _ranks(ranks: list[int]) -> str:
+    return f"rank{'s' if len(ranks) > 1 else ''} {', '.join(map(str, ranks))}"
 
 
 def _ranks_words(codes: dict[int, int]) -> str:

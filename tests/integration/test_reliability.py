@@ -522,6 +522,6 @@ def test_trainplan_run_returns_the_trainers_own_exit_code(tmp_path):
     proc = trainplan("run", str(job), "--device", "cpu", "--nproc", "1", timeout=120)
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert "cannot load tokenizer" in proc.stderr + proc.stdout
-    assert "training failed: rank 0 exited with code 2" in proc.stderr
+    assert "training failed (exit 2): the workers' error line above says why (every rank exited with it)" in proc.stderr
     assert "Traceback" not in proc.stderr + proc.stdout and "ChildFailedError" not in proc.stderr
     assert json.loads((job / "exit_status.json").read_text()) == {"code": 2}

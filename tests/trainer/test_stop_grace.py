@@ -139,13 +139,35 @@ def test_a_rank_the_launcher_stopped_is_said_by_its_signal() -> None:
         }
         return ChildFailedError("trainer.worker", failures)
 
-    echo = failure_line(failed({0: -signal.SIGTERM, 1: 2}))
-    assert "rank 0 stopped by the launcher (SIGTERM) after another rank failed, rank 1 with code 2" in echo
+    echo = failure_line(failed({0: -signal.SIGTERM, 1: 5}))
+    assert "rank 0 stopped by the launcher (SIGTERM) after another rank failed, rank 1 with code 5" in echo
     assert "-15" not in echo
     assert "rank 0 stopped by SIGKILL" in failure_line(failed({0: -signal.SIGKILL}))
     killed = failure_line(failed({0: -signal.SIGTERM, 1: -signal.SIGKILL}))  # review s46 L4
     assert "rank 0 stopped by the launcher (SIGTERM) after another rank failed, rank 1 stopped by SIGKILL" in killed
     assert "after another" not in failure_line(failed({0: -signal.SIGTERM}))  # alone: stopped from outside
-    assert failure_line(failed({0: 2, 1: 2})).startswith(
-        "training failed: rank 0 exited with code 2, rank 1 with code 2"
+    assert failure_line(failed({0: 1, 1: 2})).startswith(
+        "training failed: rank 0 exited with code 1, rank 1 with code 2"
+    )
+
+
+def test_a_refusal_of_every_rank_blames_none() -> None:
+    """ckpt49: every rank refused a checkpoint alike (exit 2); the one that exited first was named as
+    the failure ("rank 0 stopped by the launcher (SIGTERM) after another rank failed, rank 1 with code 2")."""
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError, ProcessFailure
+
+    from trainer.torchrun import failure_line
+
+    def failed(codes: dict[int, int]) -> ChildFailedError:
+        return ChildFailedError(
+            "trainer.worker",
+            {r: ProcessFailure(local_rank=r, pid=100 + r, exitcode=c, error_file="") for r, c in codes.items()},
+        )
+
+    assert failure_line(failed({0: -signal.SIGTERM, 1: 2, 2: -signal.SIGTERM})) == (
+        "training failed (exit 2): the workers' error line above says why (rank 1 exited first; the launcher then"
+        " stopped ranks 0, 2 (SIGTERM))"
+    )
+    assert failure_line(failed({0: 2, 1: 2})) == (
+        "training failed (exit 2): the workers' error line above says why (every rank exited with it)"
     )
