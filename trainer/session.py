@@ -2,7 +2,8 @@
 
 What it is built from (optimizer, stepper, data loaders) is trainer/session_setup.py; what the run
 measures of itself (step times, memory peaks, MFU) is trainer/meter.py; the stop signals it obeys
-(SIGTERM, Ctrl-C) are trainer/preemption.py; how a launch ends and the counters a checkpoint
+(SIGTERM, Ctrl-C) are trainer/preemption.py, and its step boundaries' agreement on them
+trainer/session_stop.py; how a launch ends and the counters a checkpoint
 restores are trainer/run_state.py."""
 
 from __future__ import annotations
