@@ -69,7 +69,7 @@ from ui.cli_run_losses import (
     STARTUP_MINUTES,
     run_loss_inputs,
 )
-from ui.inputs import ac_modes, given_layout
+from ui.inputs import ac_modes, given_layout, sized_number
 
 
 @app.command(epilog=epilog("estimate"))
@@ -105,7 +105,8 @@ def estimate(
     batch_tokens: float | None = typer.Option(
         None,
         "--global-batch-tokens",
-        help="tokens per optimizer step (4e6 or 4194304); sets the gradient accumulation (the nearest batch the"
+        parser=sized_number,
+        help="tokens per optimizer step (4e6, 4194304 or 4M); sets the gradient accumulation (the nearest batch the"
         " layout makes)",
     ),
     grad_accum: int | None = typer.Option(
@@ -123,7 +124,9 @@ def estimate(
     offload: bool = typer.Option(
         False, "--offload", help="CPU offload: optimizer states and the AdamW step on the host"
     ),
-    tokens: float | None = typer.Option(None, help="training tokens, for time-to-train and cost"),
+    tokens: float | None = typer.Option(
+        None, parser=sized_number, help="training tokens, for time-to-train and cost (2e11, or 200B)"
+    ),
     price: float | None = typer.Option(None, help="USD per GPU-hour (overrides the catalog)"),
     price_kind: str | None = PRICE_KIND,
     term_filled: float = TERM_FILLED,
@@ -227,9 +230,11 @@ def estimate(
 @app.command(epilog=epilog("plan"))
 def plan(
     model: str = MODEL,
-    tokens: float = typer.Option(..., help="training tokens, e.g. 2e11"),
+    tokens: float = typer.Option(..., parser=sized_number, help="training tokens, e.g. 2e11 or 15T"),
     deadline_days: float | None = typer.Option(None, "--deadline-days", help="finish training within this many days"),
-    budget_usd: float | None = typer.Option(None, "--budget-usd", help="spend at most this many USD"),
+    budget_usd: float | None = typer.Option(
+        None, "--budget-usd", parser=sized_number, help="spend at most this many USD (5e6, or 5M)"
+    ),
     objective: Objective = typer.Option(
         Objective.COST, help="minimise cost, time, or an even mix of the two (each against its best)"
     ),
@@ -244,7 +249,8 @@ def plan(
     batch_tokens: float | None = typer.Option(
         None,
         "--global-batch-tokens",
-        help="tokens per optimizer step, 4e6 or 4194304 (default: by model size, 1M to 4M)",
+        parser=sized_number,
+        help="tokens per optimizer step, 4e6, 4194304 or 4M (default: by model size, 1M to 4M)",
     ),
     batch_tolerance: float = typer.Option(
         DEFAULT_BATCH_TOLERANCE,

@@ -20,7 +20,7 @@ from planner.layout import Precision, Sharding
 from planner.model.stacks import DEEPSPEED_FSDP_WORD, Stack
 from planner.request import DEFAULT_SEQ_LEN, DEFAULT_TOP_K
 from planner.search.space import DEFAULT_MAX_GPUS
-from ui.inputs import must_be, pydantic_requirement
+from ui.inputs import Requirement, must_be, pydantic_requirement
 
 if TYPE_CHECKING:
     from trainer.job_spec import ClusterSettings
@@ -418,6 +418,8 @@ def value_error(what: str, exc: BaseException, error: Mapping[str, Any]) -> str:
     """The line of a pydantic error on the value of ``what`` (a flag, or a flag and a field):
     ``--steps must be >= 1 (got 0)`` (``ui.inputs.must_be``), else pydantic's own message."""
     ctx, got = error.get("ctx") or {}, error.get("input")
+    if isinstance(ctx.get("error"), Requirement):  # the flag's own parser (sized_number)
+        return must_be(what, str(ctx["error"]), got)
     requirement = pydantic_requirement(error)
     if requirement is not None:
         return must_be(what, requirement, got)

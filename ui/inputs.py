@@ -19,6 +19,28 @@ BOUND_SIGNS = (("gt", ">"), ("ge", ">="), ("lt", "<"), ("le", "<="))
 PARSE_REQUIREMENTS = {"int_parsing": "a whole number", "int_from_float": "a whole number", "float_parsing": "a number"}
 
 
+class Requirement(ValueError):
+    """A value refused by a flag's own parser, stating what it must be (``sized_number``): worded as
+    every range error (``must_be``), not as pydantic's "Value error, ..."."""
+
+
+# What a count or an amount may end with, as buyers write them (buyer trial s50 L2: "15T" tokens
+# and "5M" USD were refused); decimal: 1B = 1e9, not 2^30.
+SIZE_SUFFIXES = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
+
+
+def sized_number(text: str) -> float:
+    """``15T`` -> 1.5e13, ``2.5M`` -> 2.5e6, ``4,194,304`` and ``2e11`` as written (the range is
+    the flag's own check)."""
+    plain = str(text).strip().replace(",", "").replace("_", "")
+    scale = SIZE_SUFFIXES.get(plain[-1:].lower(), 1.0) if plain[-1:].isalpha() else 1.0
+    digits = plain[:-1] if scale != 1.0 else plain
+    try:
+        return float(digits) * scale
+    except ValueError:
+        raise Requirement("a number such as 2e11, 4194304 or 15T, with k, M, B (or G) or T for 1e3 to 1e12") from None
+
+
 def must_be(what: str, requirement: str, got: object) -> str:
     """The one wording of a refused value, flag or field: ``--steps must be >= 1 (got 0)``."""
     return f"{what} must be {requirement} (got {got})"

@@ -5,6 +5,7 @@ own list compared the names with their dashes: ``plan --days 30`` suggested ``--
 or equal to 1", without the value)."""
 
 import io
+import json
 from contextlib import redirect_stderr, redirect_stdout
 
 import pytest
@@ -12,6 +13,7 @@ import pytest
 from planner.errors import ExitCode
 from ui.cli import main
 from ui.cli_errors import MAX_OPTION_SUGGESTIONS, option_suggestions
+from ui.inputs import sized_number
 
 PLAN = ("plan", "--model", "gpt3-125m", "--tokens", "1e9")
 
@@ -73,3 +75,27 @@ def test_range_errors_read_one_way(args: tuple[str, ...], line: str) -> None:
 def test_a_choice_flag_keeps_its_choices() -> None:
     line = refused_line(*PLAN, "--risk", "p70")
     assert line == "trainplan: error: --risk: 'p70' is not one of 'p50', 'p80', 'p90'.", line
+
+
+@pytest.mark.parametrize(
+    ("text", "value"), [("15T", 15e12), ("2.5M", 2.5e6), ("200b", 2e11), ("4,194,304", 4194304), ("2e11", 2e11)]
+)
+def test_counts_and_amounts_take_the_suffixes_buyers_write(text: str, value: float) -> None:
+    """Buyer trial s50 L2: ``--tokens 15T`` and ``--budget-usd 5M`` were refused as not numbers."""
+    assert sized_number(text) == value
+
+
+def test_a_suffixed_flag_reads_in_the_plan_and_refuses_in_one_line() -> None:
+    def plan_json(*args: str) -> dict:
+        stdout, stderr = io.StringIO(), io.StringIO()
+        with redirect_stdout(stdout), redirect_stderr(stderr):
+            assert main(["plan", "--model", "gpt3-125m", *args, "--top", "0", "--json"]) == 0, stderr.getvalue()
+        return json.loads(stdout.getvalue())["plan"]
+
+    suffixed, written = (
+        plan_json("--tokens", "1B", "--budget-usd", "5k"),
+        plan_json("--tokens", "1e9", "--budget-usd", "5000"),
+    )
+    assert suffixed["time_to_train_h"] == written["time_to_train_h"] and suffixed["num_gpus"] == written["num_gpus"]
+    line = refused_line(*PLAN[:3], "--tokens", "15X")
+    assert line.startswith("trainplan: error: --tokens must be a number such as 2e11") and line.endswith("(got 15X)")
