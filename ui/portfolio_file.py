@@ -38,6 +38,7 @@ data_stall_pct = 5           # optional, per job or file-wide (a job's own repla
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 import tomllib
@@ -326,7 +327,8 @@ def read_jobs_file(path: Path) -> JobsFile:
         spec = JobsFile.model_validate(raw)
     except Exception as exc:
         line = one_line(exc, default_where="file")
-        raise ValueError(f"{path}: {named_job(line, raw)}{allowed_keys_hint(exc)}") from None
+        hint = allowed_keys_hint(exc) + misspelt_key_hint(exc)
+        raise ValueError(f"{path}: {named_job(line, raw)}{hint}") from None
     try:
         return with_catalog_ids(spec)
     except ValueError as exc:
@@ -417,6 +419,24 @@ def allowed_keys_hint(exc: Exception) -> str:
     tables: dict[str, type[BaseModel]] = {"jobs": JobEntry, "ownership": Ownership}
     table = tables.get(loc[0], JobsFile) if len(loc) > 1 else JobsFile
     return f"; allowed: {', '.join(table_keys(table))}"
+
+
+def misspelt_key_hint(exc: Exception) -> str:
+    """ "; it has 'token', a key it does not take: 'tokens' misspelt?" when the first error is a missing
+    key and the same table has unknown ones (buyer trial s50 L3: ``token = 2e12`` got only "tokens:
+    Field required", pydantic listing the missing key before the unknown one)."""
+    errors = getattr(exc, "errors", None)
+    found = errors() if callable(errors) else []
+    if not found or found[0].get("type") != "missing":
+        return ""
+    where, wanted = tuple(found[0]["loc"][:-1]), str(found[0]["loc"][-1])
+    unknown = [str(e["loc"][-1]) for e in found if e.get("type") == "extra_forbidden" and tuple(e["loc"][:-1]) == where]
+    if not unknown:
+        return ""
+    listed = ", ".join(repr(key) for key in unknown)
+    close = difflib.get_close_matches(wanted, unknown, n=1, cutoff=0.6)
+    guess = f": {close[0]!r} misspelt?" if close else ""
+    return f"; it has {listed}, {'a key' if len(unknown) == 1 else 'keys'} it does not take{guess}"
 
 
 def table_keys(table: type[BaseModel]) -> list[str]:

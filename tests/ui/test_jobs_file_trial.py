@@ -322,3 +322,15 @@ def test_portfolio_emit_checks_every_job_before_writing_one(tmp_path, capsys):
     assert "b" in capsys.readouterr().err
     assert not (out / "a").exists()
     assert (out / "b" / "README.md").read_text() == "my own notes\n"
+
+
+def test_a_misspelt_job_key_is_named_beside_the_missing_one(tmp_path, capsys):
+    """Buyer trial s50 L3: ``token = 2e12`` got only "tokens: Field required" (pydantic lists the
+    missing key before the unknown one); ``deadline = 3`` alone already named the allowed keys."""
+    jobs = '[inventory]\nh100-sxm = 8\n[[jobs]]\nname = "a"\nmodel = "llama3.2-1b"\ntoken = 1e10\n'
+    assert main(["portfolio", _file(tmp_path, jobs)]) == 2
+    err = capsys.readouterr().err
+    assert "tokens: Field required; it has 'token', a key it does not take: 'token' misspelt?" in err
+    assert main(["portfolio", _file(tmp_path, jobs.replace("token = 1e10", "tokens = 1e10\nfoo = 1"))]) == 2
+    err = capsys.readouterr().err
+    assert "foo: Extra inputs are not permitted; allowed: name, model, tokens" in err and "misspelt?" not in err
