@@ -146,6 +146,9 @@ class Estimate(BaseModel):
     # The batch was one the search chose within the tolerance (``--vary-batch``), not the nearest
     # to the request that a layout makes (trial s38: "nearest achievable" of a reachable batch).
     batch_varied: bool = False
+    # The request named no batch: the requested one is the default for the model's size
+    # (``default_global_batch_tokens``), which the layout line says (buyer trial s50 M6).
+    batch_defaulted: bool = False
     time_to_train_h: float | None = None
     cost_usd: float | None = None
     # the reserved term cost_usd bills whole (None: billed by the hour; plan files before it)

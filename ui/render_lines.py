@@ -243,12 +243,15 @@ def jobs_run_losses_json(losses: dict[str, RunLossInputs]) -> dict:
 
 
 def batch_note(e: Estimate) -> str:
-    """Beside the batch: the requested one, when the layout could not make it exactly."""
+    """Beside the batch: the requested one, when the layout could not make it exactly, and whether
+    the batch was the default for the model's size, which no one chose (buyer trial s50 M6)."""
     requested = e.requested_global_batch_tokens
+    sets = "; --global-batch-tokens sets it" if e.batch_defaulted else ""
     if requested is None or requested == e.global_batch_tokens:
-        return ""
+        return f" (the default for the model's size{sets})" if e.batch_defaulted else ""
     how = "chosen within --batch-tolerance" if e.batch_varied else "nearest achievable"
-    return f" (requested {requested:,}: {how}, {e.global_batch_tokens / requested - 1:+.1%})"
+    asked = f"the default for the model's size, {requested:,}" if e.batch_defaulted else f"requested {requested:,}"
+    return f" ({asked}: {how}, {e.global_batch_tokens / requested - 1:+.1%}{sets})"
 
 
 def node_fill_words(p: Plan) -> str:

@@ -158,7 +158,11 @@ def plan_from_row(
         trainer_rules=request.stack.trainer_rules,
         named_kernel=request.kernel_choice,
     ).model_copy(
-        update={"requested_global_batch_tokens": requested_batch_tokens(request), "batch_varied": request.vary_batch}
+        update={
+            "requested_global_batch_tokens": requested_batch_tokens(request),
+            "batch_varied": request.vary_batch,
+            "batch_defaulted": request.global_batch_tokens is None,
+        }
     )
     return Plan(
         model=request.model,

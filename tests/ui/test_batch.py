@@ -120,3 +120,16 @@ def test_plan_cli_takes_a_batch_tolerance_and_reports_the_requested_batch(capsys
     assert all(abs(p["global_batch_tokens"] / 3_000_000 - 1) <= NEAR_BATCH_FRACTION for p in chosen)
     assert main([*argv, "--global-batch-tokens", "3000000", "--batch-tolerance", "0", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["constraint"] == "batch"
+
+
+def test_a_plans_default_batch_says_it_is_the_default(capsys):
+    """Buyer trial s50 M6: the layout line printed '= 4,194,304 tokens/step' alike whether the batch
+    was asked for or the model size's default, which no one chose and which drives the layout."""
+    plan = ["plan", "--model", "llama3-8b", "--tokens", "1e10", "--gpus", "h100-sxm=64", "--top", "0"]
+    assert main(plan) == 0
+    (line,) = [x for x in capsys.readouterr().out.splitlines() if x.startswith("layout ")]
+    assert line.endswith("tokens/step (the default for the model's size; --global-batch-tokens sets it)"), line
+    batch = line.split("= ")[1].split(" tokens/step")[0].replace(",", "")
+    assert main([*plan, "--global-batch-tokens", batch]) == 0  # asked for: nothing beside it
+    (line,) = [x for x in capsys.readouterr().out.splitlines() if x.startswith("layout ")]
+    assert line.endswith(" tokens/step"), line
