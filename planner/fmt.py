@@ -72,6 +72,15 @@ def printable(text: object) -> str:
 _MONEY_SCALES = ((1e12, "T"), (1e9, "B"), (1e6, "M"))
 
 
+def count_short(count: float) -> str:
+    """``9.97T``, ``850B``, ``2.5M``: a large count (tokens) in three figures and the unit that keeps
+    it short, the suffixes ``--tokens`` reads back (ui.inputs.sized_number)."""
+    for scale, suffix in (*_MONEY_SCALES, (1e3, "k")):
+        if abs(count) >= scale:
+            return f"{count / scale:.3g}{suffix}"
+    return f"{count:.3g}"
+
+
 def counted(count: int, noun: str, plural: str | None = None) -> str:
     """``1 node``, ``46,560 steps``, ``2 processes``: a whole count and its noun, plural unless one
     (``plural``: where it is not the noun and an s)."""

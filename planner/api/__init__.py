@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 
 from planner.accuracy import DEFAULT_RISK, Risk
 from planner.api.batch_offers import LargerBatch, with_batch_fix, with_larger_batch
+from planner.api.budget_fix import with_tokens_fix
 from planner.api.ceiling_estimate import judged_estimate
 from planner.api.judged import RiskSetting, judged_at_risk, judged_cost_usd, judged_hours
 from planner.api.notices import (
@@ -223,7 +224,7 @@ def plan(
     try:
         result = again(request)
     except InfeasiblePlan as answer:
-        raise with_batch_fix(answer, request, again) from None
+        raise with_batch_fix(with_tokens_fix(answer, request), request, again) from None
     return with_larger_batch(result, request, again)
 
 
