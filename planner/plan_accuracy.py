@@ -173,6 +173,16 @@ class Uncertainty(BaseModel):
     measured_job: MeasuredJobUse | None = None
     # The band of the reserved memory peak (trial s38: plans at 94-99 % of a GPU had none).
     memory: MemoryBand | None = None
+
+    @property
+    def envelope_verdict(self) -> str:
+        """``envelope`` in one clause, for a line about a second plan (buyer trial s50 M10: the risk
+        line repeated the whole ~600-character envelope sentence of the median's plan)."""
+        if self.validated:
+            return self.envelope
+        widened = f"; band widened by {self.widened_by:.0%}" if self.widened_by else ""
+        return f"outside the validated envelope (no measured row of {self.regime}{widened})"
+
     # the architecture's own rows that are not band rows (AMD Instinct), beside the band (None: none)
     architecture_rows: ArchitectureRows | None = None
     few_rows_end: FewRowsEnd | None = None  # p80 / p90 set by a regime's few rows (None: by a spread)

@@ -46,7 +46,7 @@ def risk_line(result) -> str:
         f"{which}, {risk_figures(p.estimate, 'p50')} at p50 and "
         f"{risk_figures(p.estimate, risk)} at {risk} (this plan at p50, its band's median: "  # not its headline (trial s44 L4)
         f"{risk_figures(result.plan.estimate, 'p50')}, and {risk_figures(result.plan.estimate, risk)} at {risk})"
-        + ("" if u is None else f"; that plan is {u.envelope}")
+        + ("" if u is None else f"; that plan is {u.envelope_verdict}")
         + (MEDIAN_MAY_NOT_FIT if p.estimate.may_not_fit else "")
     )
 

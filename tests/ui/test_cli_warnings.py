@@ -589,3 +589,17 @@ def test_the_price_footnote_names_only_the_bases_the_table_stars():
     both = estimated_price_note(plans(PriceBasis.ESTIMATE, PriceBasis.ONE_OFFER))
     assert both == f"* $/GPU-h: {PriceBasis.ESTIMATE.words}, or {PriceBasis.ONE_OFFER.words} (trainplan catalog --json)"
     assert estimated_price_note(plans(*(b for b in PriceBasis if not b.estimated))) is None
+
+
+def test_the_risk_line_says_the_median_plans_envelope_in_one_clause(capsys):
+    """Buyer trial s50 M10: the risk line repeated the median plan's whole envelope sentence (~600
+    characters: its nearest regimes, band rows, reaches); the plan's own accuracy line keeps it."""
+    args = ["plan", "--model", "llama3-70b", "--tokens", "1e12", "--gpus", "h100-sxm=512", "--top", "0"]
+    assert main([*args, "--global-batch-tokens", "1e6", "--deadline-days", "30"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    (line,) = [x for x in out if x.startswith("risk p80 changed the choice")]
+    said = line.split("; that plan is ", 1)[1]
+    assert "band from" not in said and "nearest" not in said and "reaches" not in said, said
+    assert said.startswith(("validated", "outside the validated envelope (no measured row of ")), said
+    (accuracy,) = [x for x in out if x.startswith("accuracy: ")]
+    assert "band from" in accuracy
