@@ -13,6 +13,7 @@ MIB = BYTES_PER_MIB
 GIB = BYTES_PER_GIB
 FP32_BYTES = 4.0  # one fp32 element
 BF16_BYTES = 2.0  # one bf16 element
+TOKENS_PER_BILLION = 1e9  # decimal, as training budgets are quoted (15T = 15e12)
 
 SECONDS_PER_MINUTE = 60.0
 SECONDS_PER_HOUR = 3600.0

@@ -16,12 +16,12 @@ from planner.accuracy.memory_band import memory_words
 from planner.catalog.held_price import rate_words
 from planner.catalog.prices import PriceBasis
 from planner.estimate_parts import MemoryTerms, PeakMoment, TimeTerms, term_words
-from planner.fmt import counted, duration_band, energy_band, money_band
+from planner.fmt import counted, duration_band, energy_band, money, money_band
 from planner.layout import Precision
 from planner.model.energy import power_basis_words
 from planner.model.rates import SDPA_CUDNN_NOTE, SDPA_SKIPS_CUDNN_NOTE
 from planner.plan import Estimate, Plan
-from planner.units import GIB
+from planner.units import GIB, SECONDS_PER_HOUR, TOKENS_PER_BILLION
 from ui.render_calibration import calibration_json, calibration_line
 from ui.render_lines import (
     batch_note,
@@ -117,6 +117,27 @@ def price_cell(usd_per_gpu_hour: float | None, basis: PriceBasis | None) -> str:
     return f"{usd_per_gpu_hour:.2f}" + ("*" if basis is not None and PriceBasis(basis).estimated else "")
 
 
+def cost_rate_line(p: Plan) -> str | None:
+    """Without --tokens, the cost by the hour and by the billion tokens at the step's throughput
+    (buyer trial s50 L7: estimate's help promised a cost its answer did not print without tokens)."""
+    if p.price_per_gpu_hour_usd is None:
+        return None
+    hourly = p.billed_gpus * p.price_per_gpu_hour_usd
+    per_billion = hourly * TOKENS_PER_BILLION / (p.estimate.throughput.tokens_per_s * SECONDS_PER_HOUR)
+    u = p.estimate.uncertainty
+    band = None
+    if u is not None:  # the slow end of tokens/s is the dear end of the cost
+        slow, fast = u.tokens_per_s
+        band = (
+            hourly * TOKENS_PER_BILLION / (fast * SECONDS_PER_HOUR),
+            hourly * TOKENS_PER_BILLION / (slow * SECONDS_PER_HOUR),
+        )
+    return (
+        f"cost {money(hourly)} an hour{price_words(p)}; {money_band(per_billion, band)} per billion tokens at the"
+        " step's throughput, before goodput's losses (--tokens gives a run's time and cost)"
+    )
+
+
 def price_words(p: Plan) -> str:
     """' at $5.07/GPU-h (an estimate, not a median of listed on-demand offers)': the price behind the cost and where
     it comes from (trial s26: no cost said either)."""
@@ -206,6 +227,8 @@ def summary_lines(p: Plan) -> list[str]:
             f"cost {money_band(e.cost_usd, None if u is None else u.cost_usd)}{price_words(p)}, "
             f"energy {energy_band(e.energy_kwh, None if u is None else u.energy_kwh)}: {power_basis_words()}"
         )
+    elif (rate := cost_rate_line(p)) is not None:
+        lines.append(would + rate)
     if (median := median_line(e)) is not None:
         lines.append(would + median)
     if (at_risk := risk_figures_line(e)) is not None:

@@ -61,3 +61,14 @@ def test_every_one_offer_price_lists_its_offer():
     for gpu in load_catalog().gpus.values():
         if gpu.price_basis == PriceBasis.ONE_OFFER:
             assert len(offers_of(gpu, "on-demand")) == 1, gpu.id
+
+
+def test_an_estimate_without_tokens_says_its_cost_by_the_hour_and_the_billion_tokens():
+    """Buyer trial s50 L7: estimate's help promises a cost; without --tokens it printed none."""
+    out, _ = run("estimate", "--model", "llama3-8b", "--gpu", "h100-sxm", "--num-gpus", "8")
+    (line,) = [x for x in out.splitlines() if x.startswith("cost $")]
+    assert " an hour at $" in line and "per billion tokens at the step's throughput" in line
+    hourly = float(line.split(" an hour")[0].removeprefix("cost $").replace(",", ""))
+    assert abs(hourly - 8 * load_catalog().gpu("h100-sxm").price_per_gpu_hour_usd) < 1
+    with_tokens, _ = estimate("h100-sxm", 8)
+    assert not [x for x in with_tokens.splitlines() if x.startswith("cost $")]  # a run's cost instead
