@@ -11,6 +11,7 @@ compared with a 2-rank FSDP reference, kill-and-resume and SIGTERM are in test_d
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 import shutil
 from pathlib import Path
@@ -149,6 +150,18 @@ RUNS = BESIDE_ONE_PROCESS
 @pytest.fixture(scope="module")
 def launched(tmp_path_factory) -> dict[str, Path]:
     return launch_runs(tmp_path_factory.mktemp("runs"), RUNS)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def frozen_heap():
+    """Every one-process run ends with trainer.train.main's full gc.collect(), which walks the
+    whole heap of this (xdist worker) process: torch's, and what every earlier module left, 0.3 s
+    and more a run here. Frozen for the module, that heap is left out; what the runs make is still
+    collected (as support/job_batch.py does in the torchrun workers)."""
+    gc.collect()
+    gc.freeze()
+    yield
+    gc.unfreeze()
 
 
 @pytest.fixture(scope="module")
