@@ -22,6 +22,10 @@ COMMON = dict(seq_len=32, micro_batch=1, lr=3e-3, warmup_steps=2, min_lr_ratio=1
 # (4 ranks' collectives on 2 cores), so those runs take the same 4 sequences per step in
 # micro-batches of 2: half the micro-steps, the same global batch and trajectory.
 TWO_PER_MICRO_BATCH = dict(micro_batch=2)
+# Where nothing splits the batch (one data-parallel rank, no pipeline to feed), the whole step in
+# one micro-step: a quarter of them. test_native_gpt_architecture_under_tp_and_cp keeps 2 x 2, so
+# gradient accumulation under tensor and context parallelism stays tested.
+ALL_IN_ONE_MICRO_BATCH = dict(micro_batch=4)
 
 
 def settings(**changes) -> dict:
