@@ -62,6 +62,9 @@ class StopPoint:
     # This rank's own clock, for rank 0's words only: how far each rank is differs.
     in_step_s: float | None  # seconds into the step in flight; None: between steps
     micro_batch: tuple[int, int] | None  # (done, of) in the step in flight; None: not counted
+    # Between steps: a step has ended whose boundary is still ahead (its evaluation, its metrics),
+    # so the run is one step past ``agreed.steps_done`` (review s50 M3: "after step 4", then step 5 saved).
+    boundary_ahead: bool = False
 
 
 @dataclass(frozen=True)
@@ -100,7 +103,8 @@ def choose_stop(name: str, at: StopPoint, grace_s: float | None) -> StopChoice:
     agreed = at.agreed
     counted = f" ({at.micro_batch[0]:,} of {at.micro_batch[1]:,} micro-batches done)" if at.micro_batch else ""
     step = f"step {agreed.steps_done + 1}{counted}"
-    where = f"after step {agreed.steps_done}" if at.in_step_s is None else f"in {step}"
+    done = trained_steps(at)
+    where = f"after step {done}" if at.in_step_s is None else f"in {step}"
     if agreed.at_end:
         return StopChoice(False, f"{name}: the run is at its end; it saves, reports and exits")
     if not at.saves_checkpoints:
@@ -109,7 +113,9 @@ def choose_stop(name: str, at: StopPoint, grace_s: float | None) -> StopChoice:
             f"{name}: stopping at once {where}: {_lost_without_checkpoints(agreed.steps_done)}",
         )
     resume = f"a rerun resumes from {agreed.last_saved}" if agreed.last_saved else "a rerun starts from step 0"
-    if not agreed.new_steps:
+    # a step ended and awaiting its boundary is new too (its own instant, as a boundary's: the
+    # step's last collective ends it on every rank within moments of the others)
+    if not (agreed.new_steps or done > agreed.steps_done):
         since = f"checkpoint {agreed.last_saved}" if agreed.last_saved else "the start"
         return StopChoice(True, f"{name}: stopping at once {where}: nothing trained since {since}; {resume}")
     rest = (agreed.step_s or 0.0) if agreed.step_follows else 0.0
@@ -119,13 +125,21 @@ def choose_stop(name: str, at: StopPoint, grace_s: float | None) -> StopChoice:
             True,
             f"{name}: stopping at once {where}: {work} ({_about(agreed.save_s)}) would outlast the"
             f" {grace_s:,.0f} s stop grace; {resume}, training"
-            f" {_steps(max(agreed.last_saved_step, 0) + 1, agreed.steps_done)} again",
+            f" {_steps(max(agreed.last_saved_step, 0) + 1, done)} again",
         )
     if at.in_step_s is None:
-        return StopChoice(False, f"{name}: stopping after step {agreed.steps_done}; saving a checkpoint, then exiting")
+        # past its boundary, the loop trains the next step before the next one agrees to stop
+        saved = done + (1 if agreed.step_follows and not at.boundary_ahead else 0)
+        return StopChoice(False, f"{name}: stopping after step {saved}; saving a checkpoint, then exiting")
     left = remaining_step_s(at)
     about = f", {_about(left)} more" if left is not None else ""
     return StopChoice(False, f"{name}: finishing {step}{about}, then saving a checkpoint and exiting")
+
+
+def trained_steps(at: StopPoint) -> int:
+    """The steps trained so far on this rank: the agreed ones, and one more between a step's end
+    and its boundary (rank 0's words only; the choice reads the agreed figures)."""
+    return at.agreed.steps_done + (1 if at.in_step_s is None and at.boundary_ahead else 0)
 
 
 def _steps(first: int, last: int) -> str:

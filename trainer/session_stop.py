@@ -59,6 +59,7 @@ class RunStops:
         self.saves_checkpoints, self.device, self.heartbeat = saves_checkpoints, device, heartbeat
         self.save_s = save_s  # this rank's last save as measured
         self.step_started: float | None = None  # perf_counter at the start of the step in flight
+        self.boundary_ahead = False  # a step has ended and its boundary is not yet passed
         # Under torchrun: the agent that started us. If it is gone (re-parented), stop like on SIGTERM.
         self.parent_pid = os.getppid() if "TORCHELASTIC_RUN_ID" in os.environ else None
         self.agreed = AgreedStop(
@@ -94,6 +95,7 @@ class RunStops:
         return self.step_started
 
     def step_ends(self) -> None:
+        self.boundary_ahead = True  # before the start is cleared: the handler reads both
         self.step_started = None
 
     def boundary(self, steps_done: int, step_s: float | None, failure: bool, loop_ends: bool) -> Boundary:
@@ -102,6 +104,7 @@ class RunStops:
         an early stop), whatever the stop flag says."""
         own = self.flag.requested or parent_gone(self.parent_pid)
         agreed = agree(own, failure, step_s, self.save_s, self.device)
+        self.boundary_ahead = False
         if own and not self.flag.requested:
             self.flag.signum = signal.SIGTERM  # the launcher died: save and exit as preempted
         self.agreed = replace(
@@ -123,4 +126,5 @@ class RunStops:
             saves_checkpoints=self.saves_checkpoints,
             in_step_s=None if started is None else time.perf_counter() - started,
             micro_batch=self.heartbeat.micro_batch if started is not None else None,
+            boundary_ahead=self.boundary_ahead,
         )

@@ -35,7 +35,8 @@ def point(in_step_s: float | None = 10.0, micro_batch: tuple[int, int] | None = 
         at_end=False,
     )
     saves = agreed.pop("saves_checkpoints", True)
-    return StopPoint(AgreedStop(**{**fields, **agreed}), saves, in_step_s, micro_batch)  # type: ignore[arg-type]
+    ahead = agreed.pop("boundary_ahead", False)
+    return StopPoint(AgreedStop(**{**fields, **agreed}), saves, in_step_s, micro_batch, ahead)  # type: ignore[arg-type]
 
 
 def test_a_step_that_can_end_within_the_grace_is_finished_and_said_so() -> None:
@@ -46,8 +47,19 @@ def test_a_step_that_can_end_within_the_grace_is_finished_and_said_so() -> None:
         choice.line
         == "SIGINT: finishing step 5 (2 of 8 micro-batches done), about 30 s more, then saving a checkpoint and exiting"
     )
-    between = choose_stop("SIGTERM", point(in_step_s=None), grace_s=120)  # in an evaluation or a save
-    assert not between.at_once and between.line.startswith("SIGTERM: stopping after step 4; saving a checkpoint")
+    # in the save at step 4's boundary: the loop trains step 5 before the next boundary stops it
+    between = choose_stop("SIGTERM", point(in_step_s=None), grace_s=120)
+    assert not between.at_once and between.line.startswith("SIGTERM: stopping after step 5; saving a checkpoint")
+    # in step 5's evaluation, before its boundary: step 5 is saved (review s50 M3: "after step 4")
+    evaluating = choose_stop("SIGTERM", point(in_step_s=None, boundary_ahead=True), grace_s=120)
+    assert evaluating.line.startswith("SIGTERM: stopping after step 5; saving a checkpoint")
+    last = choose_stop("SIGTERM", point(in_step_s=None, step_follows=False), grace_s=120)  # the launch's last
+    assert last.line.startswith("SIGTERM: stopping after step 4; saving a checkpoint")
+    # a step trained since the newest checkpoint, awaiting its boundary: not "nothing trained since"
+    fresh = choose_stop(
+        "SIGTERM", point(in_step_s=None, boundary_ahead=True, last_saved_step=4, last_saved="step-000004"), 120
+    )
+    assert not fresh.at_once and fresh.line.startswith("SIGTERM: stopping after step 5; saving")
     just_saved = choose_stop("SIGTERM", point(in_step_s=None, last_saved_step=4, last_saved="step-000004"), 120)
     assert just_saved.at_once and just_saved.line.startswith("SIGTERM: stopping at once after step 4: nothing")
 
