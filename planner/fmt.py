@@ -75,10 +75,12 @@ _MONEY_SCALES = ((1e12, "T"), (1e9, "B"), (1e6, "M"))
 def count_short(count: float) -> str:
     """``9.97T``, ``850B``, ``2.5M``: a large count (tokens) in three figures and the unit that keeps
     it short, the suffixes ``--tokens`` reads back (ui.inputs.sized_number)."""
+    shown = float(f"{count:.3g}")  # rounded first: 999.6e9 is 1T, not "1e+03B" (review s50 L1)
     for scale, suffix in (*_MONEY_SCALES, (1e3, "k")):
-        if abs(count) >= scale:
-            return f"{count / scale:.3g}{suffix}"
-    return f"{count:.3g}"
+        if abs(shown) >= scale:
+            scaled = shown / scale
+            return f"{scaled:,.0f}{suffix}" if abs(scaled) >= 1000 else f"{scaled:.3g}{suffix}"
+    return f"{shown:g}"
 
 
 def counted(count: int, noun: str, plural: str | None = None) -> str:

@@ -38,7 +38,7 @@ def sized_number(text: str) -> float:
     try:
         return float(digits) * scale
     except ValueError:
-        raise Requirement("a number such as 2e11, 4194304 or 15T, with k, M, B (or G) or T for 1e3 to 1e12") from None
+        raise Requirement("a number such as 2e11, 4194304 or 5M, with k, M, B (or G) or T for 1e3 to 1e12") from None
 
 
 def must_be(what: str, requirement: str, got: object) -> str:

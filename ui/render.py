@@ -132,6 +132,8 @@ def cost_rate_line(p: Plan) -> str | None:
             hourly * TOKENS_PER_BILLION / (fast * SECONDS_PER_HOUR),
             hourly * TOKENS_PER_BILLION / (slow * SECONDS_PER_HOUR),
         )
+    if p.estimate.term is not None:  # a reserved term is billed whole, not by the token (review s50 L5)
+        return f"cost {money(hourly)} an hour{price_words(p)} (--tokens gives a run's time and cost)"
     return (
         f"cost {money(hourly)} an hour{price_words(p)}; {money_band(per_billion, band)} per billion tokens at the"
         " step's throughput, before goodput's losses (--tokens gives a run's time and cost)"

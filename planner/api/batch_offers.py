@@ -151,6 +151,7 @@ def larger_batch_warnings(offer: LargerBatch | None, other: Plan | None, chosen:
             ""
             if offer.nearer is None
             else f"; at {offer.nearer.batch_tokens:,} tokens it would already {verb} {offer.nearer.saving:.0%} less"
+            + nearer_count_words(offer.nearer, chosen)
         )
         + ". A larger batch changes the training: --global-batch-tokens sets it",
     )
@@ -168,6 +169,13 @@ def per_gpu_words(chosen: Plan, other: Plan) -> str:
     if not fewer_gpus(chosen, other):
         return "one sequence per GPU"
     return f"one sequence per GPU of these {chosen.num_gpus:,}; at that batch {other.num_gpus:,} of them suffice"
+
+
+def nearer_count_words(nearer: NearerBatch, chosen: Plan) -> str:
+    """' on 1,024 of them' where the nearer batch's plan takes fewer of the GPUs (review s50 L6)."""
+    if nearer.plan is None or not fewer_gpus(chosen, nearer.plan):
+        return ""
+    return f" on {nearer.plan.num_gpus:,} of them"
 
 
 def against(figure: float, chosen_figure: float, cost: bool) -> str:

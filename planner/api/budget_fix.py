@@ -3,6 +3,7 @@ $7.48M" was the only fix, and a buyer whose budget is fixed wants what it does b
 
 from __future__ import annotations
 
+from planner.catalog.terms import RESERVED_TERM_YEARS
 from planner.errors import Constraint, InfeasiblePlan
 from planner.fmt import count_short
 from planner.request import PlanRequest
@@ -12,9 +13,12 @@ def tokens_within_budget(answer: InfeasiblePlan, request: PlanRequest) -> float 
     """The tokens the budget trains at the cheapest plan's cost per token (``answer.required`` USD
     for ``request.training_tokens``, both at the request's risk): the cost of a run is its GPU-hours,
     which scale with its tokens, so fewer tokens cost that share less (a lower bound under a deadline:
-    fewer tokens may also meet it on fewer, cheaper GPUs). None for other answers."""
+    fewer tokens may also meet it on fewer, cheaper GPUs). None for other answers, and under a
+    reserved price, whose term is billed whole however few tokens it trains (review s50 L2)."""
     cheapest, budget, tokens = answer.required, answer.available, request.training_tokens
     if answer.constraint is not Constraint.BUDGET or not cheapest or not budget or not tokens or budget >= cheapest:
+        return None
+    if request.price_kind in RESERVED_TERM_YEARS:
         return None
     return tokens * budget / cheapest
 

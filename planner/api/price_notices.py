@@ -1,7 +1,7 @@
 """What a plan's price assumes beyond its figure (buyer trial s50): that one provider rents the
 whole count at its one listed rate (H1: 4,096 MI325X at TensorWave's $1.95 beat every median-priced
 type, with only a ``*`` to say so), and spot capacity at a scale no trace behind the preemption's
-wait measured (H3: 512 nodes of spot, with an 80-minute wait read from traces of 1-16)."""
+wait measured (H3: 4,096 spot GPUs, with an 80-minute wait read from traces of 1-16 single-GPU VMs)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ from planner.catalog.prices import PriceBasis
 from planner.fmt import duration_words
 from planner.plan import Plan
 
-# The most nodes any spot capacity trace behind ModelingSettings.spot_capacity_wait_s needed at once
-# (docs/spot-capacity-wait.md: 16 GCP a3-highgpu-1g in one zone, AWS's 16-node availability).
-SPOT_WAIT_TRACED_NODES = 16
+# The most GPUs any spot capacity trace behind ModelingSettings.spot_capacity_wait_s needed at once
+# (docs/spot-capacity-wait.md: 16 GCP a3-highgpu-1g in one zone, AWS's 16-node p3.2xlarge
+# availability: single-GPU VMs, so 16 GPUs; review s50 M1: compared with 8-GPU nodes before).
+SPOT_WAIT_TRACED_GPUS = 16
 
 
 def one_offer_warnings(p: Plan) -> tuple[str, ...]:
@@ -29,15 +30,15 @@ def one_offer_warnings(p: Plan) -> tuple[str, ...]:
 
 
 def spot_scale_warnings(p: Plan) -> tuple[str, ...]:
-    """A spot plan on more nodes than any capacity trace needed: its waits are extrapolated."""
+    """A spot plan on more GPUs than any capacity trace needed: its waits are extrapolated."""
     g = p.estimate.goodput
-    if g is None or not g.spot_preemptions or p.num_nodes <= SPOT_WAIT_TRACED_NODES:
+    if g is None or not g.spot_preemptions or p.num_gpus <= SPOT_WAIT_TRACED_GPUS:
         return ()
     return (
-        f"spot capacity for {p.num_nodes:,} nodes: each of the {g.spot_preemptions:,.0f} expected preemptions waits"
+        f"spot capacity for {p.num_gpus:,} GPUs: each of the {g.spot_preemptions:,.0f} expected preemptions waits"
         f" {duration_words(g.capacity_wait_s)} for the nodes back, a wait measured on traces of 1 to"
-        f" {SPOT_WAIT_TRACED_NODES} nodes (docs/spot-capacity-wait.md); {p.num_nodes:,} spot nodes in one zone at once"
-        " is not measured and may wait far longer, or not be had",
+        f" {SPOT_WAIT_TRACED_GPUS} single-GPU VMs (docs/spot-capacity-wait.md); {p.num_gpus:,} spot GPUs in one zone"
+        " at once is not measured and may wait far longer, or not be had",
     )
 
 

@@ -27,10 +27,21 @@ def test_other_answers_keep_their_fix():
     deadline = InfeasiblePlan(Constraint.DEADLINE, "x", "allow 3 days", required=3.0, available=1.0)
     assert with_tokens_fix(deadline, REQUEST) is deadline
     assert tokens_within_budget(budget_answer(5e6, 5e6), REQUEST) is None  # not a budget that falls short
+    reserved = REQUEST.model_copy(update={"price_kind": "reserved-1y"})  # its term is billed whole
+    assert tokens_within_budget(budget_answer(7.5e6, 5e6), reserved) is None
 
 
 @pytest.mark.parametrize(
-    ("count", "words"), [(9.97e12, "9.97T"), (8.5e11, "850B"), (2.5e6, "2.5M"), (1200, "1.2k"), (7, "7")]
+    ("count", "words"),
+    [
+        (9.97e12, "9.97T"),
+        (8.5e11, "850B"),
+        (2.5e6, "2.5M"),
+        (1200, "1.2k"),
+        (7, "7"),
+        (999.6e9, "1T"),
+        (1.2e15, "1,200T"),
+    ],
 )
 def test_count_short(count, words):
     assert count_short(count) == words

@@ -603,3 +603,15 @@ def test_the_risk_line_says_the_median_plans_envelope_in_one_clause(capsys):
     assert said.startswith(("validated", "outside the validated envelope (no measured row of ")), said
     (accuracy,) = [x for x in out if x.startswith("accuracy: ")]
     assert "band from" in accuracy
+
+
+def test_the_nearer_batch_says_when_it_takes_fewer_of_the_gpus():
+    """Review s50 L6: since the offers stand on fewer GPUs, the nearer batch's clause hid its count."""
+    from types import SimpleNamespace
+
+    from planner.api.batch_offers import NearerBatch, nearer_count_words
+
+    chosen = SimpleNamespace(num_gpus=2048)
+    assert nearer_count_words(NearerBatch(2**23, 0.25, SimpleNamespace(num_gpus=1024)), chosen) == " on 1,024 of them"
+    assert nearer_count_words(NearerBatch(2**23, 0.25, SimpleNamespace(num_gpus=2048)), chosen) == ""
+    assert nearer_count_words(NearerBatch(2**23, 0.25, None), chosen) == ""

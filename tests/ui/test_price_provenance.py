@@ -6,7 +6,9 @@ import io
 import json
 from contextlib import redirect_stderr, redirect_stdout
 
-from planner.api.price_notices import SPOT_WAIT_TRACED_NODES
+import pytest
+
+from planner.api.price_notices import SPOT_WAIT_TRACED_GPUS
 from planner.catalog.hardware import load_catalog
 from planner.catalog.prices import PriceBasis, offers_of, offers_words
 from ui.cli import main
@@ -49,11 +51,14 @@ def test_one_providers_rate_is_said_with_what_it_assumes():
 
 
 def test_spot_beyond_the_traced_scale_is_said():
-    nodes = 2 * SPOT_WAIT_TRACED_NODES
-    _, err = estimate("mi300x", 8 * nodes, "--price-kind", "spot")
+    """Review s50 M1: the traces are of single-GPU VMs, so 16 of them are 16 GPUs, not 16 nodes."""
+    gpus = 8 * SPOT_WAIT_TRACED_GPUS // 2  # 64 GPUs on 8 nodes: past the traces, under 16 nodes
+    _, err = estimate("mi300x", gpus, "--price-kind", "spot")
     (line,) = [w for w in err.splitlines() if "spot capacity for" in w]
-    assert f"spot capacity for {nodes:,} nodes" in line and f"traces of 1 to {SPOT_WAIT_TRACED_NODES} nodes" in line
-    assert not [w for w in estimate("mi300x", 64, "--price-kind", "spot")[1].splitlines() if "spot capacity for" in w]
+    assert (
+        f"spot capacity for {gpus:,} GPUs" in line and f"traces of 1 to {SPOT_WAIT_TRACED_GPUS} single-GPU VMs" in line
+    )
+    assert not [w for w in estimate("mi300x", 16, "--price-kind", "spot")[1].splitlines() if "spot capacity for" in w]
 
 
 def test_every_one_offer_price_lists_its_offer():
@@ -70,5 +75,17 @@ def test_an_estimate_without_tokens_says_its_cost_by_the_hour_and_the_billion_to
     assert " an hour at $" in line and "per billion tokens at the step's throughput" in line
     hourly = float(line.split(" an hour")[0].removeprefix("cost $").replace(",", ""))
     assert abs(hourly - 8 * load_catalog().gpu("h100-sxm").price_per_gpu_hour_usd) < 1
+    per_billion = float(line.split("; $")[1].split(" ")[0].replace(",", ""))
+    (step,) = [
+        x for x in out.splitlines() if x.startswith("step ") and "tokens/s" in x
+    ]  # 'step 0.5 s (...), 60,878 (...) tokens/s'
+    tokens_per_s = float(step.split("), ")[1].split(" ")[0].replace(",", ""))
+    exact_hourly = 8 * load_catalog().gpu("h100-sxm").price_per_gpu_hour_usd  # the line rounds it to dollars
+    assert per_billion == pytest.approx(exact_hourly * 1e9 / (tokens_per_s * 3600), abs=1)
+    reserved, _ = run(
+        "estimate", "--model", "llama3-8b", "--gpu", "h100-sxm", "--num-gpus", "8", "--price-kind", "reserved-1y"
+    )
+    (term,) = [x for x in reserved.splitlines() if x.startswith("cost $")]
+    assert "per billion tokens" not in term  # a term is billed whole, not by the token
     with_tokens, _ = estimate("h100-sxm", 8)
     assert not [x for x in with_tokens.splitlines() if x.startswith("cost $")]  # a run's cost instead
