@@ -33,21 +33,14 @@ from planner.catalog.calibration import AppliedCalibration
 from planner.catalog.hardware import Catalog, load_catalog
 from planner.catalog.networks import canonical_network, catalog_on_network
 from planner.catalog.prices import offers_behind
-from planner.catalog.terms import term_billing
 from planner.count_probe import cap_diagnosis, deadline_fix, memory_fix
 from planner.errors import InfeasiblePlan
 from planner.frontier import Knee, NearTie, OverBudget
 from planner.idle import IdleGPUs
 from planner.layout import Layout, TrainingConfig
-from planner.model.attention_kernels import AttentionKernel
 from planner.model.candidates import Candidates
 from planner.model.estimate import estimate
-from planner.model.optimizer_precision import DEFAULT_OPTIMIZER_PRECISION, OptimizerPrecision
-from planner.model.profiles import kernel_choice
-from planner.model.run_loss_inputs import DEFAULT_RUN_LOSSES, RunLossInputs
 from planner.model.settings import ModelingSettings
-from planner.model.spec import ModelSpec
-from planner.model.stacks import STACK_SETTINGS, Stack
 from planner.plan import Plan
 from planner.plan_calibration import PlanCalibration, rate_gpus, rates_measured
 from planner.reports import ReplanRequest
@@ -57,16 +50,13 @@ from planner.request import (
     allowed_gpus,
     count_limits,
     default_global_batch_tokens,
-    kernel_problem,
     priced_catalog,
     request_settings,
     requested_batch_tokens,
-    run_settings,
 )
 from planner.search.ilp import ScoredTable, SingleSolution
 from planner.search.score import scored_table, search_space
 from planner.search.space import build_candidates
-from planner.stack_rules import configuration_problem
 from planner.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 
 
@@ -376,104 +366,9 @@ def request_catalog(request: PlanRequest, catalog: Catalog, settings: ModelingSe
     return catalog_on_network(priced, request.network)
 
 
-def build_plan(
-    model: ModelSpec,
-    gpu: str,
-    layout: Layout,
-    training: TrainingConfig,
-    *,
-    num_gpus: int,
-    num_nodes: int | None = None,
-    training_tokens: float | None = None,
-    price: float | None = None,
-    price_kind: str | None = None,
-    term_filled: float | None = 0.0,
-    hf_config_path: str | None = None,
-    catalog: Catalog | None = None,
-    settings: ModelingSettings | None = None,
-    requested_global_batch_tokens: int | None = None,
-    stack: Stack = Stack.TRAINPLAN,
-    calibration: AppliedCalibration | None = None,
-    attention: AttentionKernel | None = None,
-    partition_activations: bool = False,
-    moe_a2a_overlap: bool = False,
-    network: str | None = None,
-    optimizer_precision: OptimizerPrecision = DEFAULT_OPTIMIZER_PRECISION,
-    run_losses: RunLossInputs = DEFAULT_RUN_LOSSES,
-) -> Plan:
-    """Estimate one given configuration and wrap it as a runnable Plan (``trainplan estimate``).
-    ``requested_global_batch_tokens``: the batch asked for, recorded beside the one the layout makes.
-    ``settings`` None: the profile of ``stack``. ``calibration``: as for ``plan``. ``price_kind``:
-    price at the median of the GPU's offers of that kind (planner/catalog/prices.py); ``price`` wins.
-    ``term_filled``: under a reserved kind, the share of its term other work uses (``TermBilling``);
-    None bills the job's hours (a portfolio's job re-estimated as it was billed).
-    ``network``: a catalog network the nodes are on (None: the GPU's default).
-    ``partition_activations``: DeepSpeed's partitioned checkpoints (Megatron-DeepSpeed only).
-    ``moe_a2a_overlap``: the expert all-to-alls under another micro-batch's compute (Megatron-Core only).
-    ``optimizer_precision``: bf16 gradient buffers, 16-bit master remainders (Megatron only).
-    ``run_losses``: the user's own failure rate, checkpoint bandwidth and other run losses."""
-    problem = configuration_problem(
-        Stack(stack), model, layout, training, partition_activations, moe_a2a_overlap, attention, optimizer_precision
-    )
-    if problem:
-        raise problem
-    chosen = settings or STACK_SETTINGS[stack]
-    settings = run_settings(chosen, attention, partition_activations, moe_a2a_overlap, optimizer_precision, run_losses)
-    settings = settings.but(term=None if term_filled is None else term_billing(price_kind, term_filled))
-    base, record = calibrated(catalog, calibration)
-    catalog = catalog_on_network(base or load_catalog(), network)
-    network = canonical_network(catalog, network)
-    spec = catalog.gpu(gpu)
-    if kernel := kernel_problem(attention, spec):
-        raise ValueError(kernel)
-    catalog = priced_catalog(catalog, price_kind, [spec.id], {} if price is None else {spec.id: price}, settings)
-    spec = catalog.gpu(spec.id)
-    est = judged_estimate(
-        model,
-        spec,
-        layout,
-        training,
-        num_gpus=num_gpus,
-        num_nodes=num_nodes,
-        catalog=catalog,
-        settings=settings,
-        training_tokens=training_tokens,
-        stack=stack,
-        measured_rates=rates_measured(record, spec.id),
-        # Another stack's plan is an estimate only: trainplan's trainer limits do not bind it.
-        trainer_rules=Stack(stack).trainer_rules,
-        named_kernel=kernel_choice(Stack(stack), attention),
-    )
-    if requested_global_batch_tokens is not None:
-        est = est.model_copy(update={"requested_global_batch_tokens": requested_global_batch_tokens})
-    return Plan(
-        model=model,
-        hf_config_path=hf_config_path,
-        gpu=spec.id,
-        num_gpus=num_gpus,
-        num_nodes=est.num_nodes,
-        gpus_per_node=num_gpus // est.num_nodes,
-        layout=layout.resolve(num_gpus),
-        training=training,
-        training_tokens=training_tokens,
-        price_per_gpu_hour_usd=spec.price_per_gpu_hour_usd,
-        price_basis=spec.price_basis,
-        price_offers=offers_behind(spec, price_kind),
-        price_kind=price_kind,
-        rent_unit_gpus=spec.rent_unit_gpus,
-        estimate=est,
-        stack=stack,
-        calibration=record,
-        attention=attention,
-        partition_activations=partition_activations,
-        moe_a2a_overlap=moe_a2a_overlap,
-        optimizer_precision=optimizer_precision,
-        run_losses=run_losses,
-        network=network,
-    )
-
-
-# Re-estimates of a saved plan (restack, replan) use build_plan and plan_from_row above.
+# One given configuration (estimate), and re-estimates of a saved plan (restack, replan), which use
+# build_plan and plan_from_row above.
+from planner.api.build import build_plan  # noqa: E402
 from planner.api.rebuild import replan, restack  # noqa: E402
 
 __all__ = [
