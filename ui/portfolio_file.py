@@ -422,7 +422,7 @@ def allowed_keys_hint(exc: Exception) -> str:
 
 
 def misspelt_key_hint(exc: Exception) -> str:
-    """ "; it has 'token', a key it does not take: 'tokens' misspelt?" when the first error is a missing
+    """ "; it has 'token', a key it does not take: 'token' misspelt?" when the first error is a missing
     key and the same table has unknown ones (buyer trial s50 L3: ``token = 2e12`` got only "tokens:
     Field required", pydantic listing the missing key before the unknown one)."""
     errors = getattr(exc, "errors", None)
