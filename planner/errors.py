@@ -140,6 +140,7 @@ class InfeasiblePlan(Exception):
         within_budget_seconds: float | None = None,
         deadline_seconds: float | None = None,
         more_gpus: CountPastInventory | None = None,
+        tokens_within_budget: float | None = None,
     ) -> None:
         super().__init__(f"{constraint.value}: {detail}; {fix}")
         self.constraint = constraint
@@ -167,6 +168,9 @@ class InfeasiblePlan(Exception):
         # A deadline answer on an inventory: the smallest count past it that meets the deadline, and
         # its time (planner/count_probe.py deadline_fix; trial s48 M7: only plan's prose named it)
         self.more_gpus = more_gpus
+        # A budget answer: the tokens the budget trains at the cheapest plan's cost per token
+        # (planner/api/budget_fix.py; buyer trial s50 M7), which the app words from this figure
+        self.tokens_within_budget = tokens_within_budget
 
     def but(
         self,
@@ -178,6 +182,7 @@ class InfeasiblePlan(Exception):
         batch_seconds: float | None = None,
         job: str | None = None,
         more_gpus: CountPastInventory | None = None,
+        tokens_within_budget: float | None = None,
     ) -> InfeasiblePlan:
         """This answer with another fix or detail (or whether more GPUs help and how many, the batch
         its fix names, the job it is of), the rest kept."""
@@ -196,6 +201,7 @@ class InfeasiblePlan(Exception):
             within_budget_seconds=self.within_budget_seconds,
             deadline_seconds=self.deadline_seconds,
             more_gpus=more_gpus or self.more_gpus,
+            tokens_within_budget=tokens_within_budget or self.tokens_within_budget,
         )
 
     def __reduce__(self):  # keep the fields across pickling (process pools, caches)
@@ -214,6 +220,7 @@ class InfeasiblePlan(Exception):
                 "within_budget_seconds": self.within_budget_seconds,
                 "deadline_seconds": self.deadline_seconds,
                 "more_gpus": self.more_gpus,
+                "tokens_within_budget": self.tokens_within_budget,
             },
         )
 

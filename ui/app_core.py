@@ -62,6 +62,7 @@ class Infeasible:
     within_budget_seconds: float | None = None  # InfeasiblePlan's: the time the budget meets (under a deadline)
     deadline_seconds: float | None = None  # InfeasiblePlan's: the deadline a budget answer's cheapest plan meets
     more_gpus: CountPastInventory | None = None  # InfeasiblePlan's: the fewest GPUs past the inventory
+    tokens_within_budget: float | None = None  # InfeasiblePlan's: the tokens a budget trains
 
     @classmethod
     def of(cls, exc: InfeasiblePlan) -> Infeasible:
@@ -80,6 +81,7 @@ class Infeasible:
             exc.within_budget_seconds,
             exc.deadline_seconds,
             exc.more_gpus,
+            exc.tokens_within_budget,
         )
 
 

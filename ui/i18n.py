@@ -465,6 +465,19 @@ _LABELS: dict[str, tuple[str, str]] = {
     "card_domains": ("{count} NVLink domains", "{count} 个 NVLink 域"),
     "card_layout": ("Layout", "并行布局"),
     "card_batch": ("Micro-batch × accum. × seq", "微批 × 累积 × 序列"),
+    # under it: the global batch, and whether it is the model size's default (buyer trial s50 M6)
+    "card_batch_tokens": ("{tokens:,} tokens/step", "每步 {tokens:,} 个 token"),
+    "card_batch_default": (
+        "{tokens:,} tokens/step: the model size's default",
+        "每步 {tokens:,} 个 token：模型规模的默认值",
+    ),
+    "card_batch_help": (
+        "Sequences per GPU in a micro-step × gradient-accumulation steps × sequence length. Below it: the global"
+        " batch in tokens per step, and “the model size's default” where no global batch was given (“{field}”"
+        " sets it).",
+        "每块 GPU 每个微步的序列数 × 梯度累积步数 × 序列长度。下方：每步的全局批大小（token），未指定全局批大小时注明"
+        "“模型规模的默认值”（由“{field}”一栏设置）。",
+    ),
     "card_ac": ("Activation ckpt.", "激活重计算"),
     "card_time": ("Time to train", "训练时间"),
     "card_cost": ("Cost", "费用"),
@@ -756,6 +769,25 @@ _LABELS: dict[str, tuple[str, str]] = {
     "card_billed": (
         " Billed for {billed} GPUs: whole {unit}-GPU nodes.",
         "按 {billed} 块 GPU 计费：整台 {unit} GPU 节点出租。",
+    ),
+    # the offers behind the price (planner/catalog/prices.py offers_span; buyer trial s50 M8)
+    "card_price_offer": (" ({provider}, {date})", "（{provider}，{date}）"),
+    "card_price_offers": (" ({count} offers, {first} to {last})", "（{count} 个报价，{first} 至 {last}）"),
+    "card_price_offers_day": (" ({count} offers, {date})", "（{count} 个报价，{date}）"),
+    # planner/api/price_notices.py (buyer trial s50 H1, H3); "\\$": no LaTeX span with the fix's "$/h"
+    "one_offer_rent": (
+        "{gpu} is priced at one provider's listed rate, \\${rate:,.2f}/GPU-h ({provider} {offer}, {date}), not a"
+        " median of offers: the cost assumes {provider} rents {billed:,} of them at that rate for the whole run. {fix}",
+        "{gpu} 按单一供应商的挂牌价计价：每 GPU 小时 \\${rate:,.2f}（{provider} {offer}，{date}），并非多家报价的中位数；"
+        "费用假定 {provider} 在整个训练期间以该价格出租全部 {billed:,} 块。{fix}",
+    ),
+    "spot_beyond_traces": (
+        "Spot capacity for {gpus:,} GPUs: each of the {preemptions:,.0f} expected preemptions waits {wait} for the"
+        " nodes back, a wait measured on traces of 1 to {traced} single-GPU VMs (docs/spot-capacity-wait.md);"
+        " {gpus:,} spot GPUs in one zone at once is not measured and may wait far longer, or not be had.",
+        "{gpus:,} 块 GPU 的竞价容量：预计 {preemptions:,.0f} 次抢占，每次等待 {wait} 才能重新拿到节点，这一等待时间"
+        "取自 1 至 {traced} 台单 GPU 虚拟机的实测记录（docs/spot-capacity-wait.md）；同一可用区同时获得 {gpus:,} 块"
+        "竞价 GPU 未经实测，可能等待更久，甚至无法获得。",
     ),
     # The CLI's words in English (planner/catalog/prices.py), translated.
     "price_basis_catalog": (PriceBasis.CATALOG.words, "按需报价的中位数"),

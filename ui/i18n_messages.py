@@ -113,6 +113,11 @@ MESSAGE_LABELS: dict[str, tuple[str, str]] = {
         "Or allow {time}: a slower plan stays within the budget.",
         "或者把期限放宽到 {time}：更慢的方案不超出预算。",
     ),
+    # planner/api/budget_fix.py with_tokens_fix's clause (buyer trial s50 M7: the fix was only "raise the budget")
+    "why_budget_tokens": (
+        "Or train about {tokens} tokens within it, at the cheapest plan's cost per token.",
+        "或者在此预算内训练约 {tokens} 个 token（按最便宜方案的每 token 成本计）。",
+    ),
     "why_budget": (  # at the search's risk quantile (trial s33 app: "$16.5k" beside the card's $14,882, unsaid)
         "The cheapest plan costs {need} at {risk}, the quantile plans are judged at, the budget is {have} "
         "(GPU limit: {limit}). Fix: raise the budget to {fix_usd}.",

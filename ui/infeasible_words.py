@@ -15,7 +15,7 @@ import re
 from planner.api import PlanRequest
 from planner.api.explore import WhyNot
 from planner.errors import CountPastInventory
-from planner.fmt import budget_amounts
+from planner.fmt import budget_amounts, count_short
 from planner.limits import MAX_BUDGET_USD, MAX_DAYS
 from planner.plan import Plan
 from planner.search.diagnosis import NEAR_CHEAPEST_WORDS, deadline_takes
@@ -119,7 +119,10 @@ def _constraint_body(tr: Labels, infeasible: Infeasible, request: PlanRequest) -
     # a portfolio job's budget bounds its rent, not the owned rate its cost is shown at (slots.py; trial
     # s35, round 2: "$509.0k" beside the page's $232,136 on owned GPUs read as wrong)
     rent = tr("why_budget_rent") if c == "budget" and infeasible.job is not None else ""
-    return tr.sentences(tr(key, **values), rent, later, batch, no_cp)
+    # buyer trial s50 M7: what a fixed budget does train (planner/api/budget_fix.py, the CLI's fix)
+    trains = infeasible.tokens_within_budget if c == "budget" else None
+    within = "" if trains is None else tr("why_budget_tokens", tokens=count_short(trains))
+    return tr.sentences(tr(key, **values), rent, later, within, batch, no_cp)
 
 
 CANDIDATES = re.compile(r"none of the (?P<count>\d+) (?:candidates|valid layouts).*?\((?P<gpus>[\d-]+) GPUs\)")

@@ -19,9 +19,10 @@ from planner.api.notices import (
     tie_rule,
     zero3_across_nodes,
 )
+from planner.api.price_notices import OneOfferRent, SpotBeyondTraces, one_offer_rent, spot_beyond_traces
 from planner.catalog.calibration import cpu_measured_gpus
 from planner.catalog.hf_config import encoder_sections
-from planner.catalog.prices import PriceBasis
+from planner.catalog.prices import PriceBasis, offers_span
 from planner.errors import RuleViolation
 from planner.estimate_parts import GoodputEstimate
 from planner.fmt import energy, expected_events, number_band
@@ -152,7 +153,14 @@ def card_rows(tr: Labels, plan: Plan, bought: bool) -> tuple:
 
 
 # A metric's tooltip: what its figure assumes (review s48: the energy's 80% of maximum power was unsaid).
-CARD_HELP = {"card_energy": "card_energy_help"}
+CARD_HELP = {"card_energy": "card_energy_help", "card_batch": "card_batch_help"}
+
+
+def card_help(tr: Labels, key: str) -> str | None:
+    """A metric's tooltip; the batch's names the sidebar's field by that field's own label."""
+    if key not in CARD_HELP:
+        return None
+    return tr(CARD_HELP[key], field=tr("global_batch")) if key == "card_batch" else tr(CARD_HELP[key])
 
 
 def card_deltas(tr: Labels, plan: Plan) -> dict[str, str | None]:
@@ -166,7 +174,15 @@ def card_deltas(tr: Labels, plan: Plan) -> dict[str, str | None]:
         "card_tokens": bands["tokens_per_s"],
         "card_mfu": bands["mfu"],
         "card_memory": tr("card_memory_of", fraction=mem.reserved_gib / mem.capacity_gib, capacity=mem.capacity_gib),
+        "card_batch": batch_delta(tr, plan),
     }
+
+
+def batch_delta(tr: Labels, plan: Plan) -> str:
+    """Under the batch: its tokens per step, and whether they are the default for the model's size,
+    which no one chose (the CLI's ``batch_note``; buyer trial s50 M6)."""
+    e = plan.estimate
+    return tr("card_batch_default" if e.batch_defaulted else "card_batch_tokens", tokens=e.global_batch_tokens)
 
 
 # Kernels whose CLI words describe them rather than name a product (FlashAttention-3, cuDNN):
@@ -196,10 +212,24 @@ def price_text(tr: Labels, plan: Plan, bought: bool) -> str | None:
     price or that some prices are estimates); None for an owned GPU's cost or an unpriced plan."""
     if bought or plan.price_per_gpu_hour_usd is None or plan.price_basis is None:
         return None
-    text = tr("card_price", price=plan.price_per_gpu_hour_usd, basis=tr(PRICE_BASIS_KEYS[plan.price_basis]))
+    basis = tr(PRICE_BASIS_KEYS[plan.price_basis]) + offers_text(tr, plan)
+    text = tr("card_price", price=plan.price_per_gpu_hour_usd, basis=basis)
     if plan.billed_gpus == plan.num_gpus:
         return text
     return text + tr("card_billed", billed=plan.billed_gpus, unit=plan.rent_unit_gpus)
+
+
+def offers_text(tr: Labels, plan: Plan) -> str:
+    """' (TensorWave, 2026-05-18)' or ' (6 offers, 2026-07-02 to 2026-11-09)': the offers behind the
+    price, as the CLI's cost line names them (``offers_span``; buyer trial s50 M8); '' for none."""
+    span = offers_span(plan.price_offers)
+    if span is None:
+        return ""
+    if span.provider is not None:
+        return tr("card_price_offer", provider=plain(tr.provider(span.provider)), date=span.first_date)
+    if span.first_date == span.last_date:
+        return tr("card_price_offers_day", count=span.count, date=span.first_date)
+    return tr("card_price_offers", count=span.count, first=span.first_date, last=span.last_date)
 
 
 # Each price basis's words (ui/i18n.py), one key per basis.
@@ -323,7 +353,7 @@ def plan_card(
             st.warning(memory, icon=":material/memory:")
         for row in filter(None, card_rows(tr, plan, bought)):
             for column, (_, key, value) in zip(st.columns([width for width, _, _ in row]), row, strict=True):
-                help_text = tr(CARD_HELP[key]) if key in CARD_HELP else None
+                help_text = card_help(tr, key)
                 column.metric(tr(key), value, deltas.get(key), help=help_text, delta_color="off", delta_arrow="off")
         for line in card_captions(tr, plan, result, calibration, bought, kept):
             st.caption(line)
@@ -381,7 +411,30 @@ def request_texts(tr: Labels, request: PlanRequest, plan: Plan, shown: tuple[Pla
         *((tr("zero3_across_nodes", nodes=plan.num_nodes),) if zero3_across_nodes(plan) else ()),
         *((app_words(tr, tr("megatron_lm_era", gpu=gpu.id)),) if megatron_lm_after_its_era(plan, gpu) else ()),
         *((batch_beyond_published_text(tr, plan),) if batch_beyond_published(plan) else ()),
+        *price_assumption_texts(tr, plan),
     )
+
+
+def price_assumption_texts(tr: Labels, plan: Plan) -> tuple[str, ...]:
+    """The CLI's ``price_assumption_warnings`` in the page's language: one provider's rate for a
+    multi-node plan, spot capacity past the traced scale (buyer trial s50 H1, H3)."""
+    rent, spot = one_offer_rent(plan), spot_beyond_traces(plan)
+    return (
+        *(() if rent is None else (one_offer_rent_text(tr, rent),)),
+        *(() if spot is None else (spot_beyond_traces_text(tr, spot),)),
+    )
+
+
+def one_offer_rent_text(tr: Labels, rent: OneOfferRent) -> str:
+    o = rent.offer
+    provider = plain(tr.provider(o.provider))
+    values = dict(gpu=rent.gpu, rate=o.usd_per_gpu_hour, offer=plain(o.offer), date=o.date, billed=rent.billed_gpus)
+    return tr("one_offer_rent", provider=provider, fix=tr("price_fix_table"), **values)
+
+
+def spot_beyond_traces_text(tr: Labels, spot: SpotBeyondTraces) -> str:
+    wait = short_duration(tr, spot.wait_s)
+    return tr("spot_beyond_traces", gpus=spot.gpus, preemptions=spot.preemptions, wait=wait, traced=spot.traced_gpus)
 
 
 def batch_beyond_published_text(tr: Labels, plan: Plan) -> str:

@@ -29,4 +29,4 @@ def with_tokens_fix(answer: InfeasiblePlan, request: PlanRequest) -> InfeasibleP
     if tokens is None:
         return answer
     words = f"; or train about {count_short(tokens)} tokens within it, at the cheapest plan's cost per token"
-    return answer.but(fix=answer.fix + words)
+    return answer.but(fix=answer.fix + words, tokens_within_budget=tokens)

@@ -221,14 +221,34 @@ def offers_behind(gpu: GPUSpec, kind: str | None) -> tuple[PriceOffer, ...]:
     return offers_of(gpu, kind or "on-demand")
 
 
+@dataclass(frozen=True)
+class OffersSpan:
+    """What a price's offers are said by: how many, their dates' span, and the one offer's provider
+    (None for several): the CLI's ``offers_words`` and the app's card word it (ui/plan_card.py)."""
+
+    count: int
+    first_date: str
+    last_date: str
+    provider: str | None
+
+
+def offers_span(offers: Sequence[PriceOffer]) -> OffersSpan | None:
+    """None for no offers."""
+    if not offers:
+        return None
+    first, last = min(o.date for o in offers), max(o.date for o in offers)
+    return OffersSpan(len(offers), first, last, offers[0].provider if len(offers) == 1 else None)
+
+
 def offers_words(offers: Sequence[PriceOffer]) -> str:
     """'TensorWave, 2026-05-18' (one offer), or '6 of them, 2026-07-02 to 2026-11-09'."""
-    if not offers:
+    span = offers_span(offers)
+    if span is None:
         return ""
-    if len(offers) == 1:
-        return f"{offers[0].provider}, {offers[0].date}"
-    first, last = min(o.date for o in offers), max(o.date for o in offers)
-    return f"{len(offers)} of them, {first}" + ("" if first == last else f" to {last}")
+    if span.provider is not None:
+        return f"{span.provider}, {span.first_date}"
+    last = "" if span.first_date == span.last_date else f" to {span.last_date}"
+    return f"{span.count} of them, {span.first_date}{last}"
 
 
 @dataclass(frozen=True)
