@@ -247,16 +247,23 @@ PRICE_KIND_OF = {"spot": "spot", "reserved_1y": "reserved-1y", "reserved_3y": "r
 
 def with_price_kind(tr: Labels, cat: Catalog, choice: GpuChoice, pricing: str) -> GpuChoice | None:
     """The choice under a price kind (planner/catalog/prices.py): only the GPUs with an offer of
-    that kind are rented, said in a caption with their median prices (the others can still be bought
-    in the rent-vs-buy view); None (with an error) when none has one."""
+    that kind, or with the user's own $/h in the table (the CLI's --price, a jobs file's
+    [rent_usd_per_gpu_hour]; app50: it was dropped), are rented, said in a caption with their prices
+    (the others can still be bought in the rent-vs-buy view); None (with an error) when none is."""
     kind = PRICE_KIND_OF[pricing]
-    priced = {g: cat.gpus[g] for g in choice.gpus if offers_of(cat.gpus[g], kind)}
+    offered = [g for g in choice.gpus if offers_of(cat.gpus[g], kind)]
+    priced = [g for g in choice.gpus if g in offered or g in choice.rents]
     name = tr.kind(kind)
     if not priced:  # trial s26b: "Allow at least one GPU type" read wrong with one allowed
         st.error(tr("no_kind_offers", kind=name, gpus=tr.join(choice.gpus)))
         return None
-    medians = catalog_with_price_kind(cat, kind, list(priced)).gpus
-    prices = tr.join(f"{g} ${medians[g].price_per_gpu_hour_usd:.2f}" for g in priced)
+    medians = catalog_with_price_kind(cat, kind, offered, priced=[g for g in priced if g not in offered]).gpus
+    prices = tr.join(
+        tr("price_yours", gpu=g, price=choice.rents[g])
+        if g in choice.rents
+        else f"{g} ${medians[g].price_per_gpu_hour_usd:.2f}"
+        for g in priced
+    )
     dropped = sorted(set(choice.gpus) - set(priced))
     st.caption(tr("price_kind_note", kind=name, prices=prices, dropped=f" ({tr.join(dropped)})" if dropped else ""))
     filled = 0.0  # a reserved term is billed whole unless other work fills the rest (--term-filled; review s43)

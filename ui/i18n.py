@@ -102,9 +102,14 @@ _LABELS: dict[str, tuple[str, str]] = {
     "section_gpus": ("GPUs", "GPU"),
     "no_gpus": ("Allow at least one GPU type.", "请至少允许一种 GPU 型号。"),
     "no_kind_offers": (
-        "No allowed GPU type has a {kind} offer ({gpus}): rent on demand, or tick a type with {kind} offers.",
-        "所允许的 GPU 型号（{gpus}）都没有 {kind} 报价：请改为按需租用，或勾选有 {kind} 报价的型号。",
+        # "\\$": the caption's other "$" would open a LaTeX span that "$/h" closes
+        "No allowed GPU type has a {kind} offer ({gpus}): rent on demand, tick a type with {kind} offers, or type"
+        " your own quote in the table's \\$/h.",
+        "所允许的 GPU 型号（{gpus}）都没有 {kind} 报价：请改为按需租用，勾选有 {kind} 报价的型号，或在表中“\\$/时”"
+        "一栏填入您自己的报价。",
     ),
+    # a type rented at the table's own $/h under a price kind (ui/gpu_table.py with_price_kind)
+    "price_yours": ("{gpu} ${price:.2f} (your price)", "{gpu} ${price:.2f}（您的价格）"),
     "pricing": ("GPU pricing", "GPU 计价方式"),
     "opt_on_demand": ("Rent (on demand)", "按需租用"),
     "opt_bought": ("Buy (amortised)", "购买（摊销）"),
@@ -118,9 +123,10 @@ _LABELS: dict[str, tuple[str, str]] = {
     "kind_reserved-3y": ("reserved-3y", "三年预留"),
     "price_kind_note": (
         "{kind} prices, the median of the providers' offers (hw_catalog/prices): {prices}. "
-        "GPUs without such an offer are not rented{dropped}; the portfolio's rent or buy (fleet) may still buy them.",
-        "{kind}价格取各云厂商报价的中位数（hw_catalog/prices）：{prices}。没有此类报价的 GPU 不租用{dropped}；"
-        "组合模式的“租用还是购买（机队）”仍可购买它们。",
+        "GPUs without such an offer are not rented{dropped} unless given your own \\$/h; the portfolio's rent or buy"
+        " (fleet) may still buy them.",
+        "{kind}价格取各云厂商报价的中位数（hw_catalog/prices）：{prices}。没有此类报价的 GPU 不租用{dropped}，除非在"
+        "“\\$/时”一栏填入您自己的报价；组合模式的“租用还是购买（机队）”仍可购买它们。",
     ),
     "gpu_allowed": ("use", "使用"),  # short headers: the sidebar's table shows four columns (issue 30)
     "gpu_inventory": ("inventory", "库存"),

@@ -142,3 +142,19 @@ def test_a_side_plan_priced_above_on_demand_is_warned_on_the_card_as_by_the_cli(
     assert dearer is not None and dearer.words() in result.warnings
     at = run_app(gpus=["a100-80gb-sxm", "h200-sxm"], pricing="spot", top_k=1)
     assert dearer_text(EN, dearer) in [w.value for w in at.warning]
+
+
+@pytest.mark.parametrize("tr", [EN, ZH], ids=["en", "zh"])
+def test_a_typed_rent_plans_a_type_without_an_offer_of_the_kind(tr):
+    """app50 (left): under spot the H800 (no spot offer) was dropped with its typed $/h, and with it
+    alone ticked the sidebar refused; the CLI's --price h800=2.5 --price-kind spot plans it."""
+    at = run_app(gpus=["h800"], pricing="spot", prices={"h800": 2.5}, lang=tr.lang)
+    assert not at.error, [e.value for e in at.error]
+    result = planned(request_for(gpus={"h800": None}, price_overrides={"h800": 2.5}, price_kind="spot"))
+    assert result.plan.price_per_gpu_hour_usd == 2.5
+    assert card(at)[tr("card_cost")] == app_core.money(result.plan.estimate.cost_usd)
+    assert tr("price_yours", gpu="h800", price=2.5) in " ".join(c.value for c in at.sidebar.caption)
+    # with no typed rent it is still refused, and the error says a typed rent would do
+    refused = run_app(gpus=["h800"], pricing="spot", lang=tr.lang)
+    (error,) = [e.value for e in refused.error]
+    assert error == tr("no_kind_offers", kind=tr.kind("spot"), gpus="h800") and "$/" in error
