@@ -14,16 +14,21 @@ from ui.i18n import Labels
 AGAINST_KEYS = {FleetOption.RENT_ONLY: "fleet_against_rent", FleetOption.RESERVE_ONLY: "fleet_against_reserve"}
 
 
-def bought_gpus(tr: Labels, purchased: dict[str, int]) -> str:
+# The count's sign: the page writes "8 × mi325x", the CLI's lines "8 x mi325x" (typed on any terminal)
+APP_TIMES, CLI_TIMES = "×", "x"
+
+
+def bought_gpus(tr: Labels, purchased: dict[str, int], times: str = APP_TIMES) -> str:
     """'8 × mi325x', types joined as running text."""
-    return tr.join(f"{n:,} × {g}" for g, n in purchased.items() if n)
+    return tr.join(f"{n:,} {times} {g}" for g, n in purchased.items() if n)
 
 
-def purchase_text(tr: Labels, p: PurchaseSaving) -> str:
-    """The purchase, its outlay up front first, and what it saves over the horizon."""
+def purchase_text(tr: Labels, p: PurchaseSaving, times: str = APP_TIMES) -> str:
+    """The purchase, its outlay up front first, and what it saves over the horizon (``times``: the
+    count's sign, ``CLI_TIMES`` in ``trainplan fleet``'s line)."""
     return tr(
         "fleet_purchase",
-        gpus=bought_gpus(tr, dict(p.purchased)),
+        gpus=bought_gpus(tr, dict(p.purchased), times),
         outlay=money(p.outlay_usd),
         saving=money(max(p.saving_usd, 0.0)),  # the mixed option is the cheapest: a solver's residue is 0
         days=p.horizon_days,

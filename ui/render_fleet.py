@@ -12,7 +12,7 @@ from planner.search.fleet import Holding
 from planner.search.ownership import per_busy_hour
 from planner.units import DAYS_PER_YEAR, HOURS_PER_DAY, SECONDS_PER_DAY
 from ui.i18n import Labels
-from ui.purchase_texts import purchase_text, small_saving_text
+from ui.purchase_texts import CLI_TIMES, purchase_text, small_saving_text
 from ui.render import (
     add_columns,
     emit_json,
@@ -132,7 +132,7 @@ def fleet(
     calibration_line(calibration)
     out.print(whole_words(option_table(solution, data, risks or {})))
     if purchase is not None:  # the outlay where the answer buys, not only in its column (app50)
-        out.print(purchase_text(EN, purchase), markup=False)
+        out.print(purchase_text(EN, purchase, CLI_TIMES), markup=False)
     for name, p in option_rows(solution, data):
         if any(p["purchased"].values()) or p["reserved"]:  # an option that holds GPUs (split_words)
             out.print(split_words(name, p, solution.horizon_days, data["reserved_term"] is not None))
