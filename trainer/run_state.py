@@ -12,8 +12,10 @@ class Outcome(StrEnum):
     COMPLETED = "completed"
     STOPPED = "stopped"  # at run --steps, before the job's last step: run again to go on
     EARLY_STOPPED = "early_stopped"
-    PREEMPTED = "preempted"  # SIGTERM: saved, exit 143, resume later
-    INTERRUPTED = "interrupted"  # Ctrl-C: saved, exit 130 (the report's word for PREEMPTED by SIGINT)
+    # SIGTERM, exit 143: saved after the step, or stopped at once with nothing saved since the newest
+    # checkpoint (trainer/preemption.py choose_stop; review s50 M2): a rerun resumes from that checkpoint
+    PREEMPTED = "preempted"
+    INTERRUPTED = "interrupted"  # Ctrl-C, exit 130 (the report's word for PREEMPTED by SIGINT)
     DIVERGED = "diverged"  # max_bad_steps non-finite steps
     # written by `trainplan run`, not the workers: a launch that ended without their report
     FAILED = "failed"  # a worker killed or crashed

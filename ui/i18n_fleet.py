@@ -90,11 +90,11 @@ FLEET_LABELS: dict[str, tuple[str, str]] = {
     "fleet_small_saving": (
         "A small saving for the outlay: {outlay} up front saves {saving} over {days:,.0f} days, {share:.1%} of it."
         " The total charges the GPUs' straight-line depreciation and takes them to keep their book value after"
-        " the horizon: worth {share:.1%} of their price less than that (resale, a newer generation), renting is"
+        " the horizon: worth {share:.1%} of their price less than that (resale, a newer generation), {against} is"
         " cheaper.",
         "相对支出而言节省很少：一次性支出 {outlay}，{days:,.0f} 天内只节省 {saving}，为支出的 {share:.1%}。"
         "总成本按直线折旧计入 GPU 的成本，并假定规划期结束后 GPU 仍值其账面价值：若其价值比账面价值低出购买价的 {share:.1%}"
-        "（转售价格、新一代 GPU 上市），租用就更便宜。",
+        "（转售价格、新一代 GPU 上市），{against}就更便宜。",
     ),
     "fleet_bought_none": ("{option} buys no GPU.", "{option}不购买任何 GPU。"),
     "fleet_reserved_held": (

@@ -120,6 +120,14 @@ PAGE_LABELS: dict[str, tuple[str, str]] = {
     "report_mfu": ("MFU", "MFU（模型算力利用率）"),
     "report_reserved_gib": ("reserved peak, GiB", "保留峰值显存，GiB"),
     "report_ended": ("Run {outcome} at step {steps:,}.", "运行结束（{outcome}），第 {steps:,} 步。"),
+    "report_resumes": (
+        "A rerun resumes from the checkpoint of step {step:,}.",
+        "重新运行将从第 {step:,} 步的检查点继续。",
+    ),
+    "report_restarts": (
+        "No checkpoint is kept: a rerun starts from step 0.",
+        "没有保存的检查点：重新运行将从第 0 步开始。",
+    ),
     "report_not_comparable": (
         "Measured on {device}; the prediction is for {gpu}, so no error is computed nor its band checked.",
         "在 {device} 上测量；预测针对 {gpu}，因此不计算误差，也不检查区间。",
@@ -129,8 +137,9 @@ PAGE_LABELS: dict[str, tuple[str, str]] = {
     "outcome_completed": ("completed", "已完成"),
     "outcome_stopped": ("stopped at the steps asked", "在指定步数处停止"),
     "outcome_early_stopped": ("stopped early", "提前停止"),
-    "outcome_preempted": ("preempted (saved)", "被抢占（已保存）"),
-    "outcome_interrupted": ("interrupted (saved)", "被中断（已保存）"),
+    # a stop at once saves nothing (review s50 M2): where a rerun resumes is said apart (report_resumes)
+    "outcome_preempted": ("preempted", "被抢占"),
+    "outcome_interrupted": ("interrupted", "被中断"),
     "outcome_diverged": ("diverged", "发散"),
     "outcome_failed": ("failed: its workers wrote no report", "失败：工作进程未写出报告"),
     "outcome_peer_lost": ("failed: a peer was lost", "失败：丢失了一个对等进程"),

@@ -46,4 +46,5 @@ def small_saving_text(tr: Labels, p: PurchaseSaving) -> str | None:
         saving=money(max(p.saving_usd, 0.0)),
         days=p.horizon_days,
         share=max(p.saving_share, 0.0),
+        against=tr(AGAINST_KEYS[p.against]),  # reserving where the answer weighs a reserved price (review s50 L4)
     )

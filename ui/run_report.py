@@ -64,11 +64,28 @@ def report_frame(tr: Labels, report: RunReport) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def report_caption(tr: Labels, report: RunReport) -> str:
-    """The run's end and, where its figures are not checked against the plan, why."""
+# The ends after which a rerun goes on from a checkpoint, not from the run's own end.
+RESUMED_OUTCOMES = ("preempted", "interrupted", "failed", "peer_lost")
+
+
+def newest_checkpoint_step(job_dir: Path) -> int | None:
+    """The step of the job's newest checkpoint, where a rerun resumes; None: none kept."""
+    from trainer.files import CHECKPOINT_DIR, list_checkpoints
+
+    saved = list_checkpoints(job_dir / CHECKPOINT_DIR)
+    return saved[-1][0] if saved else None
+
+
+def report_caption(tr: Labels, report: RunReport, newest_checkpoint: int | None = None) -> str:
+    """The run's end, where a rerun resumes after a stop or a failure (``newest_checkpoint``; review
+    s50 M2: "preempted (saved) at step 3" where a stop at once saved nothing and the rerun resumed
+    from step 2) and, where its figures are not checked against the plan, why."""
     # an outcome this app does not know (a newer trainer's) is shown as written
     outcome = tr.get(f"outcome_{report.outcome}", report.outcome)
     line = tr("report_ended", outcome=outcome, steps=report.steps_done)
+    if report.outcome in RESUMED_OUTCOMES:
+        resumes = tr("report_restarts") if newest_checkpoint is None else tr("report_resumes", step=newest_checkpoint)
+        line = f"{line} {resumes}"
     if report.comparable:
         return line
     on = report.device if report.device != "cuda" else report.measured_gpu or tr("report_unknown_gpu")

@@ -27,7 +27,7 @@ from ui.i18n import Labels, plain
 from ui.infeasible_words import infeasible_text
 from ui.messages import estimate_only_text, seconds
 from ui.number_box import number_box
-from ui.run_report import add_band_bars, read_report, report_caption, report_frame
+from ui.run_report import add_band_bars, newest_checkpoint_step, read_report, report_caption, report_frame
 from ui.sidebar import Inputs
 
 REFRESH_S = 2.0
@@ -197,7 +197,7 @@ def show_job(tr: Labels, job_dir: Path, key: str) -> None:
         st.caption(probe_text(tr, view.validation))
     if view.report is not None:  # the end-of-run table, as `trainplan run` prints it (report50)
         st.markdown(f"**{tr('report_title')}**")
-        st.caption(report_caption(tr, view.report))
+        st.caption(report_caption(tr, view.report, newest_checkpoint_step(job_dir)))
         st.dataframe(report_frame(tr, view.report), hide_index=True, key=f"run_report_{key}")
     for note in cpu_notes(tr, view):
         st.caption(note)

@@ -94,3 +94,22 @@ def test_the_run_chart_draws_the_plans_bands_as_error_bars(finished_job):
     tops = sorted((t.y[0] + t.error_y.array[0], t.y[0] - t.error_y.arrayminus[0]) for t in bars.values())
     assert tops == sorted([u.tokens_per_s[::-1], u.mfu[::-1]]), tops  # tokens/s and MFU; no memory band
     assert all(t.x[0] == 5 for t in bars.values())  # at the last step logged
+
+
+def test_a_stopped_run_says_where_a_rerun_resumes_not_that_it_saved(finished_job):
+    """Review s50 M2: a stop at once reports "preempted" at the step it reached with nothing saved;
+    the page said "preempted (saved) at step 3" where the rerun resumed from step 2's checkpoint."""
+    from trainer.probe import RunSummary, write_report
+
+    directory, chosen, _ = finished_job
+    summary = RunSummary(3, "preempted", None, None, None, None, None, None, None, None, 0, 10.0, 10.0)
+    write_report(directory, chosen, summary, "cpu", None)
+    checkpoints = directory / "ckpt"
+    at = open_tab(run_app(run_dir=str(directory)), "tab_run")
+    ended = EN("report_ended", outcome=EN("outcome_preempted"), steps=3)
+    (caption,) = [c.value for c in at.caption if c.value.startswith(ended)]
+    assert "saved" not in caption and EN("report_restarts") in caption  # no checkpoint kept
+    (checkpoints / "step-000002").mkdir(parents=True)
+    at = open_tab(run_app(run_dir=str(directory)), "tab_run")
+    (caption,) = [c.value for c in at.caption if c.value.startswith(ended)]
+    assert EN("report_resumes", step=2) in caption

@@ -33,7 +33,10 @@ def test_the_small_saving_rule_is_the_savings_share_of_the_outlay():
     assert not PurchaseSaving({"mi325x": 8}, 320_000.0, enough, 30.0, FleetOption.RENT_ONLY).small
     # examples/fleet.toml's year: 64 H100 for $3.07M save $1.23M, no notice
     assert small_saving_text(EN, PurchaseSaving({"h100-sxm": 64}, 3.07e6, 1.23e6, 365.0, FleetOption.RENT_ONLY)) is None
-    assert "0.4%" in small_saving_text(EN, small)
+    assert "0.4%" in small_saving_text(EN, small) and small_saving_text(EN, small).endswith("renting is cheaper.")
+    # review s50 L4: under a reserved price the purchase is weighed against reserving, as its line says
+    reserved = PurchaseSaving({"mi325x": 8}, 320_000.0, 1_321.0, 30.0, FleetOption.RESERVE_ONLY)
+    assert small_saving_text(EN, reserved).endswith("reserving is cheaper.")
 
 
 def test_the_cli_says_the_outlay_and_the_small_saving_in_the_apps_words(tmp_path):
