@@ -209,6 +209,9 @@ class EfficiencyCeiling(BaseModel):
     gpu: str | None = None  # the GPU the row ran on (None: plan files before session 42)
     # Held by the best any stack measured with tp or pp, below its own family's best (trial s44 M1).
     split: bool = False
+    # Not applied: a calibration file measured the GPU's kernel rates (``judged_estimate``), and
+    # the record says what it would have held (calib50 H1: the ceiling was lifted unsaid, +20 %).
+    lifted: bool = False
 
     def own_mfu(self, mfu: float, tokens_per_s: float) -> float | None:
         """The model's own MFU where this ceiling holds an estimate of ``mfu`` at ``tokens_per_s``

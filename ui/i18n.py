@@ -710,6 +710,13 @@ _LABELS: dict[str, tuple[str, str]] = {
     "feature_zero3_nodes": ("DeepSpeed ZeRO-3 across nodes", "DeepSpeed ZeRO-3 跨节点"),
     "ceiling_on_gpu": (" on {gpu}", "，运行于 {gpu}"),
     "ceiling_split": ("; the best any stack measured with tp or pp", "；任一框架在 tp 或 pp 下的实测最佳"),
+    "ceiling_lifted": (  # ui/render_lines.py ceiling_lifted_line (calib50 H1)
+        "Not held: the calibration file measured this GPU's kernel rates, and the model's {mfu:.1%} MFU passes"
+        " {ceiling:.1%}, the best measured on this GPU architecture, precision and scale ({source}). Kernel rates"
+        " measure kernels, not the step: held there, {tokens:,.0f} tokens/s.",
+        "未封顶：校准文件测量了此 GPU 的内核速率，模型的 MFU {mfu:.1%} 超过此 GPU 架构、精度与规模的实测最佳"
+        " {ceiling:.1%}（{source}）。内核速率只反映内核，不反映整步：按最佳值封顶则为 {tokens:,.0f} token/秒。",
+    ),
     "ceiling_held": (
         "Held at {mfu:.1%} MFU, the best measured on this GPU architecture, precision and scale ({source}); the"
         " model alone predicts {tokens:,.0f} tokens/s. If this is that run, the figure is its own measurement,"

@@ -25,6 +25,7 @@ from planner.units import GIB, SECONDS_PER_HOUR, TOKENS_PER_BILLION
 from ui.render_calibration import calibration_json, calibration_line
 from ui.render_lines import (
     batch_note,
+    ceiling_lifted_line,
     ceiling_line,
     ceiling_passed_line,
     few_rows_line,
@@ -245,6 +246,8 @@ def summary_lines(p: Plan) -> list[str]:
             lines.append(escape(f"memory accuracy: {memory_words(u.memory)}"))
     if e.ceiling is not None and e.ceiling.binding:
         lines.append(escape(ceiling_line(e)))
+    elif (lifted := ceiling_lifted_line(e)) is not None:
+        lines.append(escape(lifted))
     elif (passed := ceiling_passed_line(e)) is not None:
         lines.append(escape(passed))
     if e.goodput is not None:

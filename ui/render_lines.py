@@ -141,12 +141,28 @@ def ceiling_line(e: Estimate) -> str:
     )
 
 
+def ceiling_lifted_line(e: Estimate) -> str | None:
+    """'efficiency ceiling: lifted by the calibration file's h100-sxm kernel rates; ...' where the
+    estimate passes the ceiling its regime has (calib50 H1: a file restating the catalog's GEMM rate
+    made a step 20 % faster, unsaid); None where it does not pass it."""
+    c = e.ceiling
+    if c is None or not c.lifted or e.throughput.mfu <= c.mfu:
+        return None
+    held = e.throughput.tokens_per_s * c.mfu / e.throughput.mfu
+    return (
+        f"efficiency ceiling: lifted by the calibration file's kernel rates of this GPU: the model's"
+        f" {e.throughput.mfu:.1%} MFU passes {c.mfu:.1%}, the best measured on {c.scope_words}"
+        f" ({c.measured_by}: {c.measured_row}); kernel rates measure kernels, not the step: held there,"
+        f" {held:,.0f} tokens/s (--no-calibration)"
+    )
+
+
 def band_passing_ceiling(e: Estimate) -> float | None:
     """The MFU band's fast end where it passes the efficiency ceiling the estimate is not held at
     (trial s38 finding 12, s39 app finding 7: a 76 % end against a 62.5 % ceiling, unsaid); None
     otherwise (a held estimate says so in ``ceiling_line``)."""
     c, u = e.ceiling, e.uncertainty
-    if c is None or c.binding or u is None or u.mfu is None or u.mfu[1] <= c.mfu:
+    if c is None or c.binding or c.lifted or u is None or u.mfu is None or u.mfu[1] <= c.mfu:
         return None
     return u.mfu[1]
 

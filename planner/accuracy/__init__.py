@@ -457,9 +457,10 @@ def _memory_band(estimate: Estimate, regime: Regime) -> MemoryBand | None:
     return memory_band(m.reserved_gib, m.usable_gib - context, m.capacity_gib - context, regime.stack, hf, multi)
 
 
-def efficiency_ceiling(ceiling: Ceiling | None, estimate: Estimate) -> EfficiencyCeiling | None:
+def efficiency_ceiling(ceiling: Ceiling | None, estimate: Estimate, lifted: bool = False) -> EfficiencyCeiling | None:
     """The record of the ceiling an estimate was held at (None: no ceiling applied); what the
-    model predicted before it is the step without its ``efficiency_ceiling`` term."""
+    model predicted before it is the step without its ``efficiency_ceiling`` term. ``lifted``: the
+    ceiling the estimate's regime has but a calibration file's kernel rates lifted (not applied)."""
     if ceiling is None:
         return None
     held = estimate.time.breakdown_s.efficiency_ceiling
@@ -472,6 +473,7 @@ def efficiency_ceiling(ceiling: Ceiling | None, estimate: Estimate) -> Efficienc
         split=ceiling.split,
         binding=held > 0,
         uncapped_tokens_per_s=estimate.global_batch_tokens / (estimate.time.step_s - held),
+        lifted=lifted,
     )
 
 
