@@ -48,14 +48,11 @@ def judged_estimate(
     )
     shape = shape_words(model.name, num_gpus, gpu.id, resolved.describe(Stack(stack).fsdp_word), training, Stack(stack))
     job = measured_job_use(gpu, shape)
-    lifted = measured_rates or (job is not None and job.exact)
-    ceiling = accuracy.ceiling_of(ceiling_regime(regime, coarse_experts(model)), gpu, lifted)
+    own_job = job is not None and job.exact
+    held_regime = ceiling_regime(regime, coarse_experts(model))
+    ceiling = accuracy.ceiling_of(held_regime, gpu, measured_rates or own_job)
     # what kernel rates alone lifted, said beside the figure (calib50 H1): they measure kernels, not the step
-    by_rates = (
-        None
-        if ceiling is not None or not measured_rates or (job is not None and job.exact)
-        else (accuracy.ceiling_of(ceiling_regime(regime, coarse_experts(model)), gpu, False))
-    )
+    by_rates = accuracy.ceiling_of(held_regime, gpu, False) if measured_rates and not own_job else None
     est = estimate(
         model,
         gpu,
