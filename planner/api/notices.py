@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from planner.accuracy import Risk
 from planner.accuracy.regime import zero3_shards_across_nodes
 from planner.api.batch_notices import batch_beyond_published_warnings, batch_off_warnings
+from planner.api.calibration_notices import extrapolated_memory_warnings
 from planner.api.judged import judged_hours
 from planner.api.price_notices import price_assumption_warnings
 from planner.catalog.hardware import Catalog, GPUSpec, load_catalog
@@ -67,6 +68,7 @@ def search_warnings(
         + fixed_cost_warnings(chosen)
         + price_warnings(request, unpriced, chosen, shown)
         + price_assumption_warnings(chosen)
+        + extrapolated_memory_warnings(chosen)
         + vary_batch_warnings(varied, other, chosen)
         + selective_words_warnings(chosen)
         + a2a_exposed_warnings(chosen)
@@ -191,7 +193,7 @@ def estimate_warnings(p: Plan, price_kind: str | None, price: float | None = Non
         *long, *fixed_cost_warnings(p), *batch_off_warnings(p), *selective_words_warnings(p),
         *a2a_exposed_warnings(p), *serial_host_warnings(p), *host_staged_warnings(p, gpu),
         *zero3_across_nodes_warnings(p), *megatron_lm_era_warnings(p, gpu), *batch_beyond_published_warnings(p),
-        *price_assumption_warnings(p),
+        *price_assumption_warnings(p), *extrapolated_memory_warnings(p),
     )  # fmt: skip
     return tuple(w for w in notes if w)
 

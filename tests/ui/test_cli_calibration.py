@@ -431,3 +431,26 @@ def test_the_card_says_a_lifted_ceiling_in_both_languages(tmp_path):
     english, chinese = ceiling_text(Labels("en"), p.estimate), ceiling_text(Labels("zh"), p.estimate)
     assert english is not None and english.startswith("Not held: the calibration file measured")
     assert chinese is not None and chinese.startswith("未封顶")
+
+
+def test_a_plan_that_fits_only_by_another_shapes_memory_factor_warns(tmp_path, capsys):
+    """Calib50 H2: a 1-GPU probe's memory x0.647 made a layout the model puts past the GPU fit, with
+    only the accuracy line's "extrapolated" to hint at it."""
+    from planner.catalog.measured_job import MeasuredJob
+
+    def job(memory_factor: float) -> MeasuredJob:
+        return MeasuredJob(
+            compute_time_factor=1.0, memory_factor=memory_factor, name="probe", date="2026-12-07",
+            shape="llama-124m, 1 x h100-sxm", step_s=1.0, predicted_step_s=1.0, peak_gib=6.0 * memory_factor,
+            predicted_peak_gib=6.0,
+        )  # fmt: skip
+
+    args = ["estimate", "--model", "llama3-8b", "--gpu", "h100-sxm", "--num-gpus", "8", "--micro-batch", "4"]
+    args += ["--seq-len", "4096", "--sharding", "fsdp"]
+    assert _json(capsys, *args, "--no-calibration")["feasible"] is False  # the model alone: ~102 GiB reserved
+    low = write_calibration(tmp_path / "low.toml", CalibrationFile(None, {}, {"h100-sxm": job(0.6)}))
+    data = _json(capsys, *args, "--calibration", str(low))
+    (said,) = [w for w in data["warnings"] if w.startswith("the plan fits only by the memory factor x0.6")]
+    assert "your job probe measured on another shape" in said and "--no-calibration" in said
+    even = write_calibration(tmp_path / "even.toml", CalibrationFile(None, {}, {"h100-sxm": job(1.0)}))
+    assert not [w for w in _json(capsys, *args, "--calibration", str(even))["warnings"] if "fits only by" in w]
