@@ -110,7 +110,7 @@ def choose_stop(name: str, at: StopPoint, grace_s: float | None) -> StopChoice:
     if not at.saves_checkpoints:
         return StopChoice(
             True,
-            f"{name}: stopping at once {where}: {_lost_without_checkpoints(agreed.steps_done)}",
+            f"{name}: stopping at once {where}: {_lost_without_checkpoints(done)}",
         )
     resume = f"a rerun resumes from {agreed.last_saved}" if agreed.last_saved else "a rerun starts from step 0"
     # a step ended and awaiting its boundary is new too (its own instant, as a boundary's: the

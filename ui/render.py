@@ -121,7 +121,7 @@ def price_cell(usd_per_gpu_hour: float | None, basis: PriceBasis | None) -> str:
 def cost_rate_line(p: Plan) -> str | None:
     """Without --tokens, the cost by the hour and by the billion tokens at the step's throughput
     (buyer trial s50 L7: estimate's help promised a cost its answer did not print without tokens)."""
-    if p.price_per_gpu_hour_usd is None:
+    if p.price_per_gpu_hour_usd is None or p.estimate.throughput.tokens_per_s <= 0:
         return None
     hourly = p.billed_gpus * p.price_per_gpu_hour_usd
     per_billion = hourly * TOKENS_PER_BILLION / (p.estimate.throughput.tokens_per_s * SECONDS_PER_HOUR)
