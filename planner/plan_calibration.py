@@ -22,14 +22,34 @@ class CalibrationMachine(BaseModel):
     software: str
 
 
+class RateChange(BaseModel):
+    """One rate a calibration file replaced: the catalog's figure and the file's, in the file
+    field's units (calib50 H3: nothing said what a file changed)."""
+
+    model_config = FROZEN
+    field: str  # the file field, e.g. gemm_bf16_tflops_achieved
+    catalog: float | None  # None: the catalog had no such rate
+    measured: float
+
+    @property
+    def words(self) -> str:
+        """'gemm_bf16_tflops 742.8 -> 600 (-19%)'."""
+        name = self.field.removesuffix("_achieved")
+        if self.catalog is None or self.catalog <= 0:
+            return f"{name} {self.measured:,.4g} (the catalog lists no such figure)"
+        return f"{name} {self.catalog:,.4g} -> {self.measured:,.4g} ({self.measured / self.catalog - 1:+.0%})"
+
+
 class CalibratedGpu(BaseModel):
     """One catalog entry a calibration file overrode: its rate fields (file names, e.g.
-    ``gemm_bf16_tflops_achieved``) and whether it carries a measured job's correction."""
+    ``gemm_bf16_tflops_achieved``), each with the catalog's figure and the file's (``changes``; none
+    in plan files before session 50), and whether it carries a measured job's correction."""
 
     model_config = FROZEN
     gpu: str  # catalog id
     rates: tuple[str, ...] = ()
     measured_job: bool = False
+    changes: tuple[RateChange, ...] = ()
 
 
 class PlanCalibration(BaseModel):

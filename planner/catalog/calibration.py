@@ -49,11 +49,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from planner.catalog.achievable import rate_file_values
 from planner.catalog.hardware import Catalog, with_rates
 from planner.catalog.measured_job import MeasuredJob
 from planner.errors import CatalogError, CatalogViolation, RuleCode, RuleViolation
 from planner.limits import read_input
-from planner.plan_calibration import CalibratedGpu, CalibrationMachine, PlanCalibration
+from planner.plan_calibration import CalibratedGpu, CalibrationMachine, PlanCalibration, RateChange
 
 MACHINE_FIELDS = tuple(CalibrationMachine.model_fields)  # host, device, driver, date, software
 JOB_PREFIX = "job_"  # file field job_<name> = MeasuredJob.<name>
@@ -161,11 +162,18 @@ def calibration_record(catalog: Catalog, calibration: CalibrationFile, data: byt
             gpu=catalog.gpu(gpu_id).id,
             rates=tuple(calibration.rates.get(gpu_id, {})),
             measured_job=gpu_id in calibration.jobs,
+            changes=rate_changes(catalog, gpu_id, calibration.rates.get(gpu_id, {})),
         )
         for gpu_id in calibration.gpu_ids
     )
     machine = None if calibration.machine is None else CalibrationMachine(**calibration.machine)
     return PlanCalibration(file=file, sha256=hashlib.sha256(data).hexdigest(), machine=machine, gpus=gpus)
+
+
+def rate_changes(catalog: Catalog, gpu_id: str, measured: dict[str, float]) -> tuple[RateChange, ...]:
+    """Each rate the file gives ``gpu_id`` beside the catalog's own, in the file's units."""
+    own = rate_file_values(catalog.gpu(gpu_id).rates)
+    return tuple(RateChange(field=name, catalog=own.get(name), measured=value) for name, value in measured.items())
 
 
 # How ``trainplan calibrate --device cpu`` names the machine (trainer/calibrate.py machine_info): a

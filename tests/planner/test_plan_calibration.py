@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from planner.api import PlanRequest, build_plan, plan, restack
+from planner.catalog.achievable import rate_file_values
 from planner.catalog.calibration import CalibrationFile, apply_calibration, calibrate, write_calibration
 from planner.catalog.hardware import load_catalog
 from planner.catalog.measured_job import MeasuredJob
@@ -17,7 +18,7 @@ from planner.catalog.models import get_preset
 from planner.layout import Layout, TrainingConfig
 from planner.model.stacks import Stack
 from planner.plan import Plan
-from planner.plan_calibration import CalibratedGpu, CalibrationMachine
+from planner.plan_calibration import CalibrationMachine, RateChange
 
 MACHINE = dict(host="node-1", device="NVIDIA H100 80GB HBM3", driver="570.86", date="2026-12-01", software="torch 2.11")
 JOB = MeasuredJob(
@@ -51,10 +52,17 @@ def test_a_plan_made_with_a_file_records_its_path_hash_machine_and_overrides(tmp
     assert record is not None and record.file == str(path.resolve())
     assert record.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
     assert record.machine == CalibrationMachine(**MACHINE)
-    assert record.entry("h100-sxm") == CalibratedGpu(
-        gpu="h100-sxm", rates=("gemm_bf16_tflops_achieved", "hbm_copy_tbps_achieved"), measured_job=True
+    h100 = record.entry("h100-sxm")
+    assert h100 is not None and (h100.rates, h100.measured_job) == (
+        ("gemm_bf16_tflops_achieved", "hbm_copy_tbps_achieved"),
+        True,
     )
-    assert record.entry("a100-80gb-sxm") == CalibratedGpu(gpu="a100-80gb-sxm", rates=("gemm_bf16_tflops_achieved",))
+    # calib50 H3: each rate beside the catalog's own figure, in the file's units
+    gemm = rate_file_values(load_catalog().gpu("h100-sxm").rates)["gemm_bf16_tflops_achieved"]
+    assert h100.changes[0] == RateChange(field="gemm_bf16_tflops_achieved", catalog=gemm, measured=500.0)
+    assert h100.changes[0].words == f"gemm_bf16_tflops {gemm:,.4g} -> 500 ({500.0 / gemm - 1:+.0%})"
+    a100 = record.entry("a100-80gb-sxm")
+    assert a100 is not None and a100.rates == ("gemm_bf16_tflops_achieved",) and not a100.measured_job
     assert record.entry("b200") is None
     assert all(alt.calibration == record for alt in result.alternatives)
     # The record comes with the calibrated estimate, not instead of it.

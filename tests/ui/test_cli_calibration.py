@@ -223,7 +223,13 @@ def test_a_saved_plan_records_its_calibration_and_the_cli_says_so(tmp_path, caps
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     assert data["calibration"]["sha256"] == digest and data["calibration"]["machine"]["host"] == "node-1"
     assert data["calibration"]["gpus"] == [
-        {"gpu": "h100-sxm", "rates": ["hbm_copy_tbps_achieved"], "measured_job": False}
+        {
+            "gpu": "h100-sxm",
+            "rates": ["hbm_copy_tbps_achieved"],
+            "measured_job": False,
+            # calib50 H3: each rate beside the catalog's (the H100's HBM copy rate is derived, not listed)
+            "changes": [{"field": "hbm_copy_tbps_achieved", "catalog": None, "measured": 2.0}],
+        }
     ]
     recorded = json.loads(saved.read_text())["calibration"]
     assert recorded == {k: v for k, v in data["calibration"].items() if k != "source"}
@@ -231,7 +237,8 @@ def test_a_saved_plan_records_its_calibration_and_the_cli_says_so(tmp_path, caps
     line = capsys.readouterr().out.splitlines()[0]
     assert (
         line
-        == f"calibration: the plan was made with {path}; sha256 {digest[:12]}, h100-sxm: 1 rate, measured on node-1 2026-12-01"
+        == f"calibration: the plan was made with {path}; sha256 {digest[:12]}, h100-sxm: 1 rate (hbm_copy_tbps 2"
+        " (the catalog lists no such figure)), measured on node-1 2026-12-01"
     )
     assert _json(capsys, "explain", str(saved))["calibration"]["source"] == "plan"
     assert main([*plan_args, "--out", str(saved)]) == 0
