@@ -236,8 +236,7 @@ def test_a_saved_plan_records_its_calibration_and_the_cli_says_so(tmp_path, caps
     assert main(["explain", str(saved), "--no-calibration"]) == 0
     line = capsys.readouterr().out.splitlines()[0]
     assert (
-        line
-        == f"calibration: the plan was made with {path}; sha256 {digest[:12]}, h100-sxm: 1 rate (hbm_copy_tbps 2"
+        line == f"calibration: the plan was made with {path}; sha256 {digest[:12]}, h100-sxm: 1 rate (hbm_copy_tbps 2"
         " (the catalog lists no such figure)), measured on node-1 2026-12-01"
     )
     assert _json(capsys, "explain", str(saved))["calibration"]["source"] == "plan"
