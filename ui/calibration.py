@@ -133,6 +133,13 @@ def run_calibration(
         )
         # Other GPUs' rates keep their provenance only when [machine] still names who measured them.
         rates = {**(existing.rates if same_machine else {}), **rates}
+        if dropped := [g for g in existing.rates if g not in rates]:  # calib50 M1: they went unsaid
+            assert existing.machine is not None  # rates are written with their [machine]
+            render.warn(
+                f"{out}: the measured rates of {', '.join(dropped)} were dropped: {existing.machine['host']}"
+                f" ({existing.machine['device']}) measured them, and a file holds one [machine]; write this"
+                " machine's rates to another file (--out) to keep them"
+            )
         # A job correction was fitted against the old rates: it would count their error twice.
         jobs = {g: job for g, job in existing.jobs.items() if g != gpu_id}
         if gpu_id in existing.jobs:

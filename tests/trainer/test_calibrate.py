@@ -119,3 +119,18 @@ def test_calibrate_times_collectives_over_two_gloo_processes(tmp_path, capsys):
     )
     assert main([*args[:-4], "--collectives", "1", "--out", str(tmp_path / "one.toml")]) == 2
     assert "at least 2 devices" in capsys.readouterr().err
+
+
+def test_rates_another_machine_measured_are_not_dropped_unsaid(tmp_path, capsys):
+    """Calib50 M1: calibrating into a file another host measured dropped its other GPUs' rates with
+    only 'measured rates for a100-80gb-sxm written'."""
+    from planner.catalog.calibration import CalibrationFile, write_calibration
+
+    machine = dict(host="node-17", device="NVIDIA H100 80GB HBM3", driver="570.86", date="2026-12-01", software="t")
+    path = write_calibration(
+        tmp_path / "c.toml", CalibrationFile(machine, {"h100-sxm": {"gemm_bf16_tflops_achieved": 600.0}})
+    )
+    assert main(["calibrate", "--device", "cpu", "--gpu", "a100-80gb-sxm", "--quick", "--out", str(path)]) == 0
+    err = capsys.readouterr().err
+    assert "the measured rates of h100-sxm were dropped: node-17 (NVIDIA H100 80GB HBM3) measured them" in err
+    assert set(read_calibration(path).rates) == {"a100-80gb-sxm"}
