@@ -70,13 +70,16 @@ def printable(text: object) -> str:
 
 # Large sums in the unit that keeps them short: $36.80T, not $36,795,068.67M.
 _MONEY_SCALES = ((1e12, "T"), (1e9, "B"), (1e6, "M"))
+# Large counts (tokens) in the same units, down to thousands: what ``count_short`` writes and the CLI's
+# ``--tokens 15T`` reads back (ui.inputs.sized_number), decimal.
+COUNT_SCALES = (*_MONEY_SCALES, (1e3, "k"))
 
 
 def count_short(count: float) -> str:
     """``9.97T``, ``850B``, ``2.5M``: a large count (tokens) in three figures and the unit that keeps
     it short, the suffixes ``--tokens`` reads back (ui.inputs.sized_number)."""
     shown = float(f"{count:.3g}")  # rounded first: 999.6e9 is 1T, not "1e+03B" (review s50 L1)
-    for scale, suffix in (*_MONEY_SCALES, (1e3, "k")):
+    for scale, suffix in COUNT_SCALES:
         if abs(shown) >= scale:
             scaled = shown / scale
             return f"{scaled:,.0f}{suffix}" if abs(scaled) >= 1000 else f"{scaled:.3g}{suffix}"
@@ -141,7 +144,7 @@ def money(usd: float | None, *, cents_below: float = -math.inf, column_max: floa
 def money_short(usd: float, decimals: int = 1, round_up: bool = False) -> str:
     """``$1.2T``, ``$1.2B``, ``$3.4M``, ``$5.6k`` or ``$78.9`` with ``decimals`` decimals (rounded up if
     asked), at least cents under SMALL_MONEY_USD (``$7.80``), none for whole dollars (``$100``)."""
-    for scale, suffix in (*_MONEY_SCALES, (1e3, "k"), (1.0, "")):
+    for scale, suffix in (*COUNT_SCALES, (1.0, "")):
         if abs(usd) >= scale or scale == 1.0:
             scaled = usd / scale
             if scale == 1.0 and abs(usd) < SMALL_MONEY_USD:

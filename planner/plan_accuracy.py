@@ -173,16 +173,6 @@ class Uncertainty(BaseModel):
     measured_job: MeasuredJobUse | None = None
     # The band of the reserved memory peak (trial s38: plans at 94-99 % of a GPU had none).
     memory: MemoryBand | None = None
-
-    @property
-    def envelope_verdict(self) -> str:
-        """``envelope`` in one clause, for a line about a second plan (buyer trial s50 M10: the risk
-        line repeated the whole ~600-character envelope sentence of the median's plan)."""
-        if self.validated:
-            return self.envelope
-        widened = f"; band widened by {self.widened_by:.0%}" if self.widened_by else ""
-        return f"outside the validated envelope (no measured row of {self.regime}{widened})"
-
     # the architecture's own rows that are not band rows (AMD Instinct), beside the band (None: none)
     architecture_rows: ArchitectureRows | None = None
     few_rows_end: FewRowsEnd | None = None  # p80 / p90 set by a regime's few rows (None: by a spread)
@@ -192,6 +182,15 @@ class Uncertainty(BaseModel):
         if not self.validated:
             return Standing.OUTSIDE
         return Standing.CIRCULAR if self.circular else Standing.VALIDATED
+
+    @property
+    def envelope_verdict(self) -> str:
+        """``envelope`` in one clause, for a line about a second plan (buyer trial s50 M10: the risk
+        line repeated the whole ~600-character envelope sentence of the median's plan)."""
+        if self.validated:
+            return self.envelope
+        widened = f"; band widened by {self.widened_by:.0%}" if self.widened_by else ""
+        return f"outside the validated envelope (no measured row of {self.regime}{widened})"
 
 
 class EfficiencyCeiling(BaseModel):
@@ -212,6 +211,13 @@ class EfficiencyCeiling(BaseModel):
     # Not applied: a calibration file measured the GPU's kernel rates (``judged_estimate``), and
     # the record says what it would have held (calib50 H1: the ceiling was lifted unsaid, +20 %).
     lifted: bool = False
+
+    def held_tokens_per_s(self, mfu: float, tokens_per_s: float) -> float | None:
+        """Where a calibration file's kernel rates lifted this ceiling (``lifted``) and the estimate
+        of ``mfu`` at ``tokens_per_s`` passes it: its tokens/s held at the ceiling; None otherwise."""
+        if not self.lifted or mfu <= self.mfu:
+            return None
+        return tokens_per_s * self.mfu / mfu
 
     def own_mfu(self, mfu: float, tokens_per_s: float) -> float | None:
         """The model's own MFU where this ceiling holds an estimate of ``mfu`` at ``tokens_per_s``

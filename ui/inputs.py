@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from planner.fmt import COUNT_SCALES
 from planner.layout import ActivationCheckpointing
 
 # A bound of pydantic's error context and its sign: every range error reads ">= 1", not its words.
@@ -25,8 +26,8 @@ class Requirement(ValueError):
 
 
 # What a count or an amount may end with, as buyers write them (buyer trial s50 L2: "15T" tokens
-# and "5M" USD were refused); decimal: 1B = 1e9, not 2^30.
-SIZE_SUFFIXES = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
+# and "5M" USD were refused): the units the planner writes them in, and G for B; decimal: 1B = 1e9.
+SIZE_SUFFIXES = {suffix.lower(): scale for scale, suffix in COUNT_SCALES} | {"g": 1e9}
 
 
 def sized_number(text: str) -> float:

@@ -238,10 +238,8 @@ def ceiling_text(tr: Labels, e: Estimate) -> str | None:
     source += tr("ceiling_split") if c.split else ""
     if c.binding:
         return tr("ceiling_held", mfu=c.mfu, source=source, tokens=c.uncapped_tokens_per_s)
-    if c.lifted:
-        mfu, tokens = e.throughput.mfu, e.throughput.tokens_per_s
-        held = tokens * c.mfu / mfu if mfu > 0 else tokens
-        return tr("ceiling_lifted", mfu=mfu, ceiling=c.mfu, source=source, tokens=held) if mfu > c.mfu else None
+    if (held := c.held_tokens_per_s(e.throughput.mfu, e.throughput.tokens_per_s)) is not None:
+        return tr("ceiling_lifted", mfu=e.throughput.mfu, ceiling=c.mfu, source=source, tokens=held)
     if (high := band_passing_ceiling(e)) is not None:
         return tr("ceiling_passed", high=high, mfu=c.mfu, source=source)
     return None

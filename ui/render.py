@@ -124,20 +124,17 @@ def cost_rate_line(p: Plan) -> str | None:
     if p.price_per_gpu_hour_usd is None or p.estimate.throughput.tokens_per_s <= 0:
         return None
     hourly = p.billed_gpus * p.price_per_gpu_hour_usd
-    per_billion = hourly * TOKENS_PER_BILLION / (p.estimate.throughput.tokens_per_s * SECONDS_PER_HOUR)
-    u = p.estimate.uncertainty
-    band = None
-    if u is not None:  # the slow end of tokens/s is the dear end of the cost
-        slow, fast = u.tokens_per_s
-        band = (
-            hourly * TOKENS_PER_BILLION / (fast * SECONDS_PER_HOUR),
-            hourly * TOKENS_PER_BILLION / (slow * SECONDS_PER_HOUR),
-        )
     if p.estimate.term is not None:  # a reserved term is billed whole, not by the token (review s50 L5)
         return f"cost {money(hourly)} an hour{price_words(p)} (--tokens gives a run's time and cost)"
+
+    def per_billion(tokens_per_s: float) -> float:
+        return hourly * TOKENS_PER_BILLION / (tokens_per_s * SECONDS_PER_HOUR)
+
+    u = p.estimate.uncertainty  # the slow end of tokens/s is the dear end of the cost
+    band = None if u is None else (per_billion(u.tokens_per_s[1]), per_billion(u.tokens_per_s[0]))
     return (
-        f"cost {money(hourly)} an hour{price_words(p)}; {money_band(per_billion, band)} per billion tokens at the"
-        " step's throughput, before goodput's losses (--tokens gives a run's time and cost)"
+        f"cost {money(hourly)} an hour{price_words(p)}; {money_band(per_billion(p.estimate.throughput.tokens_per_s), band)}"
+        " per billion tokens at the step's throughput, before goodput's losses (--tokens gives a run's time and cost)"
     )
 
 

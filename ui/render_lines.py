@@ -146,9 +146,9 @@ def ceiling_lifted_line(e: Estimate) -> str | None:
     estimate passes the ceiling its regime has (calib50 H1: a file restating the catalog's GEMM rate
     made a step 20 % faster, unsaid); None where it does not pass it."""
     c = e.ceiling
-    if c is None or not c.lifted or e.throughput.mfu <= c.mfu:
+    held = None if c is None else c.held_tokens_per_s(e.throughput.mfu, e.throughput.tokens_per_s)
+    if c is None or held is None:
         return None
-    held = e.throughput.tokens_per_s * c.mfu / e.throughput.mfu
     return (
         f"efficiency ceiling: lifted by the calibration file's kernel rates of this GPU: the model's"
         f" {e.throughput.mfu:.1%} MFU passes {c.mfu:.1%}, the best measured on {c.scope_words}"

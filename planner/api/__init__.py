@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from planner.accuracy import DEFAULT_RISK, Risk
 from planner.api.batch_offers import LargerBatch, with_batch_fix, with_larger_batch
@@ -30,7 +31,7 @@ from planner.api.notices import (
 )
 from planner.api.side_answers import memory_at_model_warnings, side_rows, solve_at_risk
 from planner.catalog.calibration import AppliedCalibration
-from planner.catalog.hardware import Catalog, load_catalog
+from planner.catalog.hardware import Catalog, GPUSpec, load_catalog
 from planner.catalog.networks import canonical_network, catalog_on_network
 from planner.catalog.prices import offers_behind
 from planner.count_probe import cap_diagnosis, deadline_fix, memory_fix
@@ -165,11 +166,7 @@ def plan_from_row(
         layout=layout,
         training=training,
         training_tokens=request.training_tokens,
-        price_per_gpu_hour_usd=gpu.price_per_gpu_hour_usd,
-        price_basis=gpu.price_basis,
-        price_offers=offers_behind(gpu, request.price_kind),
-        price_kind=request.price_kind,
-        rent_unit_gpus=gpu.rent_unit_gpus,
+        **price_fields(gpu, request.price_kind),
         estimate=est,
         stack=request.stack,
         calibration=calibration,
@@ -179,6 +176,19 @@ def plan_from_row(
         optimizer_precision=request.optimizer_precision,
         run_losses=request.run_losses,
         network=canonical_network(catalog, request.network),
+    )
+
+
+def price_fields(gpu: GPUSpec, price_kind: str | None) -> dict[str, Any]:
+    """A plan's price and where it comes from, as the GPU's (priced) catalog entry gives them: its
+    rate, basis, the offers behind it (``offers_behind``), the kind asked for and the rental unit;
+    one rule for ``plan_from_row`` and ``build_plan``."""
+    return dict(
+        price_per_gpu_hour_usd=gpu.price_per_gpu_hour_usd,
+        price_basis=gpu.price_basis,
+        price_offers=offers_behind(gpu, price_kind),
+        price_kind=price_kind,
+        rent_unit_gpus=gpu.rent_unit_gpus,
     )
 
 

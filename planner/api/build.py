@@ -3,12 +3,11 @@ from planner/api/__init__.py, which imports it last (it reads ``calibrated`` fro
 
 from __future__ import annotations
 
-from planner.api import calibrated
+from planner.api import calibrated, price_fields
 from planner.api.ceiling_estimate import judged_estimate
 from planner.catalog.calibration import AppliedCalibration
 from planner.catalog.hardware import Catalog, load_catalog
 from planner.catalog.networks import canonical_network, catalog_on_network
-from planner.catalog.prices import offers_behind
 from planner.catalog.terms import term_billing
 from planner.layout import Layout, TrainingConfig
 from planner.model.attention_kernels import AttentionKernel
@@ -104,11 +103,7 @@ def build_plan(
         layout=layout.resolve(num_gpus),
         training=training,
         training_tokens=training_tokens,
-        price_per_gpu_hour_usd=spec.price_per_gpu_hour_usd,
-        price_basis=spec.price_basis,
-        price_offers=offers_behind(spec, price_kind),
-        price_kind=price_kind,
-        rent_unit_gpus=spec.rent_unit_gpus,
+        **price_fields(spec, price_kind),
         estimate=est,
         stack=stack,
         calibration=record,

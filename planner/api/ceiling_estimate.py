@@ -49,10 +49,10 @@ def judged_estimate(
     shape = shape_words(model.name, num_gpus, gpu.id, resolved.describe(Stack(stack).fsdp_word), training, Stack(stack))
     job = measured_job_use(gpu, shape)
     own_job = job is not None and job.exact
-    held_regime = ceiling_regime(regime, coarse_experts(model))
-    ceiling = accuracy.ceiling_of(held_regime, gpu, measured_rates or own_job)
+    regime_ceiling = accuracy.ceiling_of(ceiling_regime(regime, coarse_experts(model)), gpu, False)
+    ceiling = None if measured_rates or own_job else regime_ceiling
     # what kernel rates alone lifted, said beside the figure (calib50 H1): they measure kernels, not the step
-    by_rates = accuracy.ceiling_of(held_regime, gpu, False) if measured_rates and not own_job else None
+    by_rates = measured_rates and not own_job
     est = estimate(
         model,
         gpu,
@@ -70,8 +70,6 @@ def judged_estimate(
     return est.model_copy(
         update={
             "uncertainty": accuracy.uncertainty(est, regime, ceiling, job),
-            "ceiling": accuracy.efficiency_ceiling(ceiling, est)
-            if by_rates is None
-            else accuracy.efficiency_ceiling(by_rates, est, lifted=True),
+            "ceiling": accuracy.efficiency_ceiling(regime_ceiling if by_rates else ceiling, est, lifted=by_rates),
         }
     )
