@@ -802,6 +802,37 @@ _LABELS: dict[str, tuple[str, str]] = {
         "取自 1 至 {traced} 台单 GPU 虚拟机的实测记录（docs/spot-capacity-wait.md）；同一可用区同时获得 {gpus:,} 块"
         "竞价 GPU 未经实测，可能等待更久，甚至无法获得。",
     ),
+    # ui/card_notices.py: the planner's typed warnings the CLI says (parity trial s50)
+    "context_extension": (
+        "The sequence length {seq_len:,} exceeds {model}'s `max_position_embeddings` {max_seq_len:,}: planned as"
+        " context extension (positions beyond the pretrained context).",
+        "序列长度 {seq_len:,} 超过 {model} 的 `max_position_embeddings` {max_seq_len:,}：按上下文扩展规划（位置超出预训练上下文）。",
+    ),
+    "context_learned": (
+        "The sequence length {seq_len:,} exceeds {model}'s `max_position_embeddings` {max_seq_len:,}, and its positions"
+        " are learned: not context extension, the position table grows to {seq_len:,} rows and rows {max_seq_len:,}"
+        " and up start untrained (a new model's context; a sequence length of {max_seq_len:,} keeps the pretrained one).",
+        "序列长度 {seq_len:,} 超过 {model} 的 `max_position_embeddings` {max_seq_len:,}，且其位置编码是学习得到的：这不是上下文扩展，"
+        "位置表扩展到 {seq_len:,} 行，第 {max_seq_len:,} 行及之后从未训练的状态开始（相当于新模型的上下文；序列长度设为"
+        " {max_seq_len:,} 可保留预训练的上下文）。",
+    ),
+    "fixed_cost_job": (
+        "The job trains for {training} ({steps} of {batch:,} tokens): start-up ({startup}) and checkpoint"
+        " writes take most of its {wall} (goodput {goodput:.1%}).",
+        "该作业只训练 {training}（{steps}，每步 {batch:,} 个 token）：启动（{startup}）和检查点写入占去其 {wall}"
+        " 的大部分（有效时间占比 {goodput:.1%}）。",
+    ),
+    "steps_one": ("1 step", "1 步"),
+    "steps_many": ("{count:,} steps", "{count:,} 步"),
+    "extrapolated_memory": (
+        "The plan fits only by the memory factor x{factor:.3g} your job {job} measured on another shape ({shape}): the"
+        " model alone puts its reserved peak at {alone:,.1f} GiB, past the {usable:,.1f} GiB the fit rule allows. A"
+        " factor is extrapolated to every shape on the GPU: check this one's memory (trainplan run's probe) before"
+        " relying on it (the CLI's --no-calibration plans without the file).",
+        "该方案只有借助您的作业 {job} 在另一形状（{shape}）上测得的显存系数 x{factor:.3g} 才放得下：仅按模型计算，其保留显存峰值为"
+        " {alone:,.1f} GiB，超过适配规则允许的 {usable:,.1f} GiB。该系数被外推到此 GPU 上的所有形状：依赖它之前请先检查此形状的显存"
+        "（trainplan run 的探测）（命令行的 --no-calibration 可不使用该文件进行规划）。",
+    ),
     # The CLI's words in English (planner/catalog/prices.py), translated.
     "price_basis_catalog": (PriceBasis.CATALOG.words, "按需报价的中位数"),
     "price_basis_estimate": (PriceBasis.ESTIMATE.words, "估算值，并非所列按需报价的中位数"),

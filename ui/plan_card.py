@@ -37,6 +37,7 @@ from ui import app_core
 from ui.batch_messages import larger_batch_text, vary_batch_text
 from ui.cached import cached_calibration, catalog
 from ui.calibration_upload import CalibrationUpload
+from ui.card_notices import plan_notice_texts
 from ui.i18n import Labels, plain
 from ui.infeasible_words import app_words
 from ui.messages import (
@@ -412,6 +413,7 @@ def request_texts(tr: Labels, request: PlanRequest, plan: Plan, shown: tuple[Pla
         *((app_words(tr, tr("megatron_lm_era", gpu=gpu.id)),) if megatron_lm_after_its_era(plan, gpu) else ()),
         *((batch_beyond_published_text(tr, plan),) if batch_beyond_published(plan) else ()),
         *price_assumption_texts(tr, plan),
+        *plan_notice_texts(tr, plan),
     )
 
 

@@ -10,6 +10,7 @@ from planner.accuracy import Risk
 from planner.accuracy.regime import zero3_shards_across_nodes
 from planner.api.batch_notices import batch_beyond_published_warnings, batch_off_warnings
 from planner.api.calibration_notices import extrapolated_memory_warnings
+from planner.api.fixed_cost import fixed_cost_warnings
 from planner.api.judged import judged_hours
 from planner.api.price_notices import price_assumption_warnings
 from planner.catalog.hardware import Catalog, GPUSpec, load_catalog
@@ -17,7 +18,7 @@ from planner.catalog.hf_config import encoder_warning
 from planner.catalog.prices import DearerKind, catalog_with_price_kind, dearer_kind, dearer_than_on_demand
 from planner.catalog.terms import Commitment, commitment
 from planner.errors import InfeasiblePlan
-from planner.fmt import counted, duration_words, one_line
+from planner.fmt import duration_words, one_line
 from planner.layout import ActivationCheckpointing, Sharding
 from planner.model.moe import a2a_unpaired_share
 from planner.model.profiles import own_model_profile_warning
@@ -341,23 +342,6 @@ ZERO3_ACROSS_NODES_WORDS = (
 def zero3_across_nodes_warnings(p: Plan) -> tuple[str, ...]:
     """The CLI's words of ``zero3_across_nodes``."""
     return (ZERO3_ACROSS_NODES_WORDS.format(nodes=p.num_nodes),) if zero3_across_nodes(p) else ()
-
-
-def fixed_cost_warnings(p: Plan) -> tuple[str, ...]:
-    """A warning when the job trains for less time than it takes to start: its time and cost are
-    then the fixed costs of a run (start-up, checkpoint writes), not training (``--tokens 1000``)."""
-    e, g = p.estimate, p.estimate.goodput
-    steps = p.training_steps
-    if g is None or e.time_to_train_h is None or steps is None:
-        return ()
-    training_s, wall_s = steps * e.time.step_s, e.time_to_train_h * SECONDS_PER_HOUR
-    if training_s >= g.startup_s:
-        return ()
-    return (
-        f"the job trains for {duration_words(training_s)} ({counted(steps, 'step')} of "
-        f"{e.global_batch_tokens:,} tokens): start-up ({duration_words(g.startup_s)}) and checkpoint writes "
-        f"take most of its {duration_words(wall_s)} (goodput {g.goodput_fraction:.1%})",
-    )
 
 
 def long_job_warnings(

@@ -17,6 +17,7 @@ split, its vocabulary padding), which binds only plans trainplan runs: another s
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
@@ -137,24 +138,41 @@ def default_implementation(model: ModelSpec) -> Implementation:
     return Implementation.HF if native_unsupported(model) else Implementation.NATIVE
 
 
-def context_extension_warning(model: ModelSpec, seq_len: int) -> str | None:
-    """A warning when ``seq_len`` exceeds the model's ``max_position_embeddings`` (``max_seq_len``),
-    else None. Not an error: training longer than the pretrained context is context extension
-    with RoPE or ALiBi; a learned absolute table (GPT-2/3) does not extend, and the trainer grows
-    it to ``seq_len`` rows (trainer/model.py, trainer/hf_model.py), the new ones untrained."""
+@dataclass(frozen=True)
+class ContextExtension:
+    """``seq_len`` past the model's ``max_position_embeddings`` (``max_seq_len``). Not an error:
+    training longer than the pretrained context is context extension with RoPE or ALiBi; a learned
+    absolute table (GPT-2/3, ``learned``) does not extend, and the trainer grows it to ``seq_len``
+    rows (trainer/model.py, trainer/hf_model.py), the new ones untrained. The CLI says ``words()``;
+    the app words the fields in the page's language (ui/plan_card.py)."""
+
+    model: str
+    seq_len: int
+    max_seq_len: int
+    learned: bool
+
+    def words(self) -> str:
+        past = f"seq_len {self.seq_len} exceeds {self.model}'s max_position_embeddings {self.max_seq_len}"
+        if self.learned:
+            return (
+                f"{past}, and its positions are learned: not context extension, the position table grows to"
+                f" {self.seq_len} rows and rows {self.max_seq_len} and up start untrained (a new model's context;"
+                f" --seq-len {self.max_seq_len} keeps the pretrained one)"
+            )
+        return f"{past}: planned as context extension (positions beyond the pretrained context)"
+
+
+def context_extension(model: ModelSpec, seq_len: int) -> ContextExtension | None:
+    """The request's context extension, None within the pretrained context."""
     if seq_len <= model.max_seq_len:
         return None
-    if model.position == "learned":
-        return (
-            f"seq_len {seq_len} exceeds {model.name}'s max_position_embeddings {model.max_seq_len}, and its"
-            f" positions are learned: not context extension, the position table grows to {seq_len} rows and rows"
-            f" {model.max_seq_len} and up start untrained (a new model's context; --seq-len {model.max_seq_len}"
-            " keeps the pretrained one)"
-        )
-    return (
-        f"seq_len {seq_len} exceeds {model.name}'s max_position_embeddings {model.max_seq_len}: "
-        "planned as context extension (positions beyond the pretrained context)"
-    )
+    return ContextExtension(model.name, seq_len, model.max_seq_len, model.position == "learned")
+
+
+def context_extension_warning(model: ModelSpec, seq_len: int) -> str | None:
+    """The CLI's words of ``context_extension``, else None."""
+    found = context_extension(model, seq_len)
+    return None if found is None else found.words()
 
 
 def structural_rules(
