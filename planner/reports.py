@@ -144,8 +144,10 @@ class RunReport(_Report):
     outcome: str
     bad_steps: int
     # The job's wall time over every launch, each counted up to its last checkpoint (a launch's time
-    # after it is lost with its steps); in reports written before launch_wall_s, the last launch's.
-    wall_s: float
+    # after it is lost with its steps); in reports written before launch_wall_s, the last launch's;
+    # None in a failed launch's report whose newest checkpoint could not be read (review50 L8: 0.0 read
+    # as a figure)
+    wall_s: float | None
     launch_wall_s: float | None = None  # the last launch's own; None in reports written before it
     # A failed launch's report: the earlier report with measured figures, kept beside under this name
     # (review49 L3: a failed relaunch replaced a completed run's report); None: none was kept.

@@ -52,14 +52,14 @@ def write_failed_report(
     return report
 
 
-def saved_wall_s(checkpoint: Path) -> float:
-    """The job's wall time up to ``checkpoint`` (rank 0's saved ``TrainState.wall_s``); 0 when its
+def saved_wall_s(checkpoint: Path) -> float | None:
+    """The job's wall time up to ``checkpoint`` (rank 0's saved ``TrainState.wall_s``); None when its
     file cannot be read (a failed launch's report: no figure is better than a wrong one)."""
     try:
         state = torch.load(rank_state_file(checkpoint, 0), weights_only=True)
         return float(state["train"]["wall_s"])
     except Exception:
-        return 0.0
+        return None
 
 
 def keep_measured_report(job_dir: Path) -> str | None:

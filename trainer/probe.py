@@ -276,7 +276,7 @@ class RunSummary:
     test_loss: float | None
     test_perplexity: float | None
     bad_steps: int
-    wall_s: float  # the job's, over every launch (TrainState.wall_s)
+    wall_s: float | None  # the job's, over every launch (TrainState.wall_s); None: its checkpoint unread
     launch_wall_s: float  # this launch's
     measured_steps: int = 0  # the job's warm steps the timings come from (job_step_times)
     measured_warmup_only: bool = False  # no warm step yet: the one step timed is a warm-up
@@ -380,7 +380,11 @@ def band_verdict(check: BandCheck | None) -> str:
 def wall_words(report: RunReport) -> str:
     """'12 s this launch', and the whole job's where earlier launches add to it ('..., 30 s in all')."""
     if report.launch_wall_s is None:  # a report written before launch_wall_s: wall_s is the launch's
-        return f"{report.wall_s:.0f} s this launch"
+        return f"{report.wall_s or 0.0:.0f} s this launch"
+    if report.wall_s is None:  # a failed launch's, its newest checkpoint unreadable
+        return (
+            f"{report.launch_wall_s:.0f} s this launch; the job's time before it unknown: its checkpoint is unreadable"
+        )
     earlier = report.wall_s > report.launch_wall_s
     return f"{report.launch_wall_s:.0f} s this launch" + (f", {report.wall_s:.0f} s in all" if earlier else "")
 

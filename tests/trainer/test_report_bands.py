@@ -120,10 +120,15 @@ def test_a_failed_launch_leaves_a_report_at_the_newest_checkpoint(tmp_path, outc
     assert loaded == report and (loaded.outcome, loaded.steps_done) == (outcome.value, 15)
     assert loaded.measured.step_s is None and loaded.losses.final_train is None  # nothing of the old launch's
     text = format_report(report)
-    assert f"run {outcome.value} (7 s this launch)" in text and "newest checkpoint at step 15" in text
+    assert loaded.wall_s is None  # review50 L8: the empty checkpoints give no time, and 0.0 would be one
+    assert (
+        f"run {outcome.value} (7 s this launch; the job's time before it unknown: its checkpoint is unreadable)" in text
+    )
+    assert "newest checkpoint at step 15" in text
     for step in (10, 15):
         (tmp_path / "ckpt" / f"step-{step:06d}").rmdir()
     fresh = write_failed_report(tmp_path, plan, outcome, "cpu", launch_wall_s=7.0)
+    assert fresh.wall_s == 0.0 and f"run {outcome.value} (7 s this launch)" in format_report(fresh)  # none saved
     assert fresh.steps_done == 0 and "no checkpoint yet, so a rerun starts from step 0" in format_report(fresh)
 
 
