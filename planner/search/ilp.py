@@ -237,6 +237,28 @@ class SingleSolution:
     unplanned_gpus: tuple[Unplanned, ...] = ()
 
 
+def _near_tie_solve(
+    table: ScoredTable,
+    kept: np.ndarray,
+    measures: tuple[np.ndarray, np.ndarray, float, float],
+    optimum: float,
+    limits: _Limits,
+    run: tuple[str, float | None],
+) -> tuple[list[pulp.LpVariable], str]:
+    """The second solve of ``solve_single``: minimise S / S_ref (+ the tie-break weight on P) under
+    (4)-(7) and (8), sum_c P_c x_c <= (1 + eps) P*; ``measures``: (P, S, P_ref, S_ref); ``run``:
+    (solver, time limit). Returns its variables and the solver's name."""
+    P, S, P_ref, S_ref = measures
+    problem, x = _single_job_problem(table, kept, S[kept] / S_ref + TIE_BREAK_WEIGHT * P[kept] / P_ref, limits)
+    # In units of P_ref: the solver's absolute tolerances then hold for a job of any size (a
+    # one-token budget has optima of ~1e-9 USD).
+    scaled = (P[kept] / P_ref).tolist()
+    problem += pulp.LpAffineExpression(zip(x, scaled, strict=True)) <= optimum / P_ref * (1 + NEAR_TIE_FRACTION)
+    optimal, solver_name = run_solver(problem, *run)  # (8)
+    assert optimal, "the first solve's optimum satisfies (8)"
+    return x, solver_name
+
+
 def solve_single(
     table: ScoredTable,
     objective: Objective | str = Objective.COST,
@@ -317,13 +339,7 @@ def solve_single(
         P, S, P_ref, S_ref = (C, T, C_ref, T_ref) if objective is Objective.COST else (T, C, T_ref, C_ref)
         optimum = float(P[kept[chosen_index(x)]])
         settle_rows = feasible[P[feasible] <= optimum * (1 + NEAR_TIE_FRACTION)]  # review s38: not 2 eps
-        problem, x = _single_job_problem(table, kept, S[kept] / S_ref + TIE_BREAK_WEIGHT * P[kept] / P_ref, limits)
-        # In units of P_ref: the solver's absolute tolerances then hold for a job of any size (a
-        # one-token budget has optima of ~1e-9 USD).
-        scaled = (P[kept] / P_ref).tolist()
-        problem += pulp.LpAffineExpression(zip(x, scaled, strict=True)) <= optimum / P_ref * (1 + NEAR_TIE_FRACTION)
-        optimal, solver_name = run_solver(problem, solver, time_limit_s)  # (8)
-        assert optimal, "the first solve's optimum satisfies (8)"
+        x, solver_name = _near_tie_solve(table, kept, (P, S, P_ref, S_ref), optimum, limits, (solver, time_limit_s))
     row = first_of_tie(table, kept, int(kept[chosen_index(x)]))
     settled = settle_near_tie(table, settle_rows, row, (w_cost, w_time), (C_ref, T_ref), NEAR_TIE_FRACTION)
     row = first_of_tie(table, feasible, settled) if settled != row else row
