@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import streamlit as st
 
-from planner.api.notices import plan_commitment
 from planner.layout import ActivationCheckpointing, Layout, Precision, Sharding, TrainingConfig
 from planner.limits import MAX_BATCH_TOKENS, MAX_GPUS
 from planner.model.stacks import Stack
 from planner.plan import Plan
 from ui import app_core, figures
 from ui.cached import ExplorerPricing, cached_layout_plan, catalog, cuda_context_gib
+from ui.card_notices import estimate_texts
 from ui.gpu_table import send_rows
 from ui.i18n import Labels, plain
-from ui.messages import commitment_text, duration, figure_bands, per_second, seconds
+from ui.messages import duration, figure_bands, per_second, seconds
 from ui.number_box import number_box
 from ui.reasons import LAYOUT_REASONS, Refusal, fix_text, reason_text, refusal
 from ui.sidebar import Inputs
@@ -227,8 +227,9 @@ def show_explorer(tr: Labels, inputs: Inputs, chosen: Plan | None) -> None:
     # trial s44 app M4: another GPU count kept the accumulation, so the batch (and time, cost) moved, unsaid
     if chosen is not None and (batch := p.estimate.global_batch_tokens) != chosen.estimate.global_batch_tokens:
         st.info(tr("ex_batch_differs", tokens=batch, plan_tokens=chosen.estimate.global_batch_tokens))
-    if (term := plan_commitment(inputs.request.price_kind, p)) is not None:  # review s43: its cost bills the term
-        st.caption(commitment_text(tr, term))
+    # the CLI's estimate warnings (review s43: the reserved term; parity trial s50: the rest)
+    for text in estimate_texts(tr, inputs.request, p):
+        st.warning(text)
     # One above the other, each the page's width: side by side, an 800 px window left each chart
     # ~200 px, all of it legend, and cut the plan's label (issue 30).
     st.plotly_chart(figures.memory_figure([p], context_gib, tr, inputs.request.risk), key="chart_ex_memory")

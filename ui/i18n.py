@@ -803,19 +803,6 @@ _LABELS: dict[str, tuple[str, str]] = {
         "竞价 GPU 未经实测，可能等待更久，甚至无法获得。",
     ),
     # ui/card_notices.py: the planner's typed warnings the CLI says (parity trial s50)
-    "context_extension": (
-        "The sequence length {seq_len:,} exceeds {model}'s `max_position_embeddings` {max_seq_len:,}: planned as"
-        " context extension (positions beyond the pretrained context).",
-        "序列长度 {seq_len:,} 超过 {model} 的 `max_position_embeddings` {max_seq_len:,}：按上下文扩展规划（位置超出预训练上下文）。",
-    ),
-    "context_learned": (
-        "The sequence length {seq_len:,} exceeds {model}'s `max_position_embeddings` {max_seq_len:,}, and its positions"
-        " are learned: not context extension, the position table grows to {seq_len:,} rows and rows {max_seq_len:,}"
-        " and up start untrained (a new model's context; a sequence length of {max_seq_len:,} keeps the pretrained one).",
-        "序列长度 {seq_len:,} 超过 {model} 的 `max_position_embeddings` {max_seq_len:,}，且其位置编码是学习得到的：这不是上下文扩展，"
-        "位置表扩展到 {seq_len:,} 行，第 {max_seq_len:,} 行及之后从未训练的状态开始（相当于新模型的上下文；序列长度设为"
-        " {max_seq_len:,} 可保留预训练的上下文）。",
-    ),
     "fixed_cost_job": (
         "The job trains for {training} ({steps} of {batch:,} tokens): start-up ({startup}) and checkpoint"
         " writes take most of its {wall} (goodput {goodput:.1%}).",

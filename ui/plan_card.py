@@ -7,44 +7,27 @@ from __future__ import annotations
 
 import streamlit as st
 
-from planner.api import PlanRequest, judged_hours, plan_commitment, trains_too_long
-from planner.api.batch_notices import batch_beyond_published, batch_beyond_published_values
+from planner.api import judged_hours, trains_too_long
 from planner.api.notices import (
-    a2a_exposed_under_megatron,
-    gpu_dearer,
-    host_staged,
-    megatron_lm_after_its_era,
-    selective_under_megatron,
-    serial_host,
     tie_rule,
-    zero3_across_nodes,
 )
-from planner.api.price_notices import OneOfferRent, SpotBeyondTraces, one_offer_rent, spot_beyond_traces
 from planner.catalog.calibration import cpu_measured_gpus
-from planner.catalog.hf_config import encoder_sections
 from planner.catalog.prices import PriceBasis, offers_span
-from planner.errors import RuleViolation
 from planner.estimate_parts import GoodputEstimate
 from planner.fmt import energy, expected_events, number_band
 from planner.model.attention_kernels import AttentionKernel
-from planner.model.profiles import own_model_profile
 from planner.model.rates import KERNEL_WORDS
 from planner.model.run_loss_inputs import RunLossInputs, by_job
 from planner.plan import Plan
 from planner.plan_accuracy import Uncertainty
-from planner.request import hf_moe_stack, left_out_gpus
 from ui import app_core
 from ui.batch_messages import larger_batch_text, vary_batch_text
-from ui.cached import cached_calibration, catalog
+from ui.cached import cached_calibration
 from ui.calibration_upload import CalibrationUpload
-from ui.card_notices import plan_notice_texts
 from ui.i18n import Labels, plain
-from ui.infeasible_words import app_words
 from ui.messages import (
     ac_text,
     ceiling_text,
-    commitment_text,
-    dearer_text,
     duration,
     envelope_text,
     estimate_only_text,
@@ -372,94 +355,3 @@ def plan_card(
                 st.info(text, icon=icon)
         with st.expander(tr("why_this_plan")):
             st.markdown("\n".join(f"- {note}" for note in plan_note_texts(tr, plan)))
-
-
-def request_texts(tr: Labels, request: PlanRequest, plan: Plan, shown: tuple[Plan, ...] = ()) -> tuple[str, ...]:
-    """The planner's warnings of the request in the page's language: a MoE family on Hugging
-    Face's modules (PlanRequest.hf_experts_missing), a price kind above on-demand for each GPU
-    of the chosen plan and ``shown`` (``PlanResult.priced_plans``: the Top plans' rows and the side
-    lines' plans), a reserved term longer than the job (planner.api.price_warnings), the chosen GPU
-    types the attention kernel or precision leaves out."""
-    missing = request.hf_experts_missing
-    own_hf = missing is None and hf_moe_stack(plan.model, request.stack)
-    # every GPU the page prices, as the CLI's dearer_warnings (trial s48 M4: Top plans' rows had none;
-    # review48: nor had the near tie's, over-budget, idle or varied batch's plan the card names)
-    gpus = dict.fromkeys(p.gpu for p in (plan, *shown))
-    dearer = [d for d in (gpu_dearer(request, catalog(), g) for g in gpus) if d is not None]
-    term = plan_commitment(request.price_kind, plan)
-    gpu, encoders = catalog().gpu(plan.gpu), encoder_sections(request.hf_config_path)
-    return (
-        *left_out_texts(tr, request),
-        *(() if missing is None else (tr("hf_experts", model=plain(plan.model.name), missing=plain(missing)),)),
-        *((tr("hf_experts_stack", model=plain(plan.model.name), stack=request.stack.value),) if own_hf else ()),
-        *(dearer_text(tr, d) for d in dearer),
-        *(() if term is None else (commitment_text(tr, term),)),
-        # trial s28b: the CLI's warnings of this session, in the page's language
-        *((tr("encoders_not_planned", sections=tr.join(list(encoders))),) if encoders else ()),
-        *((tr("selective_under_megatron"),) if selective_under_megatron(plan) else ()),
-        *((tr("a2a_exposed"),) if a2a_exposed_under_megatron(plan) else ()),
-        *((serial_host_text(tr, plan),) if serial_host(plan) else ()),
-        *(
-            (tr("own_model_profile", model=plain(plan.model.name)),)
-            if own_model_profile(plan.model, plan.stack)
-            else ()
-        ),
-        *(
-            (tr("host_staged", gpu=gpu.id, gbps=gpu.scaleup_bandwidth_bytes_per_s / 1e9),)
-            if host_staged(plan, gpu)
-            else ()
-        ),
-        *((tr("zero3_across_nodes", nodes=plan.num_nodes),) if zero3_across_nodes(plan) else ()),
-        *((app_words(tr, tr("megatron_lm_era", gpu=gpu.id)),) if megatron_lm_after_its_era(plan, gpu) else ()),
-        *((batch_beyond_published_text(tr, plan),) if batch_beyond_published(plan) else ()),
-        *price_assumption_texts(tr, plan),
-        *plan_notice_texts(tr, plan),
-    )
-
-
-def price_assumption_texts(tr: Labels, plan: Plan) -> tuple[str, ...]:
-    """The CLI's ``price_assumption_warnings`` in the page's language: one provider's rate for a
-    multi-node plan, spot capacity past the traced scale (buyer trial s50 H1, H3)."""
-    rent, spot = one_offer_rent(plan), spot_beyond_traces(plan)
-    return (
-        *(() if rent is None else (one_offer_rent_text(tr, rent),)),
-        *(() if spot is None else (spot_beyond_traces_text(tr, spot),)),
-    )
-
-
-def one_offer_rent_text(tr: Labels, rent: OneOfferRent) -> str:
-    o = rent.offer
-    provider = plain(tr.provider(o.provider))
-    values = dict(gpu=rent.gpu, rate=o.usd_per_gpu_hour, offer=plain(o.offer), date=o.date, billed=rent.billed_gpus)
-    return tr("one_offer_rent", provider=provider, fix=tr("price_fix_table"), **values)
-
-
-def spot_beyond_traces_text(tr: Labels, spot: SpotBeyondTraces) -> str:
-    wait = short_duration(tr, spot.wait_s)
-    return tr("spot_beyond_traces", gpus=spot.gpus, preemptions=spot.preemptions, wait=wait, traced=spot.traced_gpus)
-
-
-def batch_beyond_published_text(tr: Labels, plan: Plan) -> str:
-    """The card's words of ``batch_beyond_published`` (the CLI's: ``batch_beyond_published_warnings``)."""
-    return tr("batch_beyond_published", **batch_beyond_published_values(plan))
-
-
-def serial_host_text(tr: Labels, plan: Plan) -> str:
-    """The card's words of ``serial_host`` (the CLI's: ``serial_host_warnings``)."""
-    t = plan.estimate.time
-    return tr("serial_host", host_s=t.breakdown_s.host_stall, step_s=t.step_s)
-
-
-def left_out_texts(tr: Labels, request: PlanRequest) -> list[str]:
-    """The GPU types the request's kernel or precision leaves out: one line per cause, not one box
-    per GPU (trial s25: flash3 filled the card with 18 boxes)."""
-    left_out = left_out_gpus(request, catalog())
-    by_precision = [g for g, problem in left_out.items() if isinstance(problem, RuleViolation)]
-    by_kernel = [g for g in left_out if g not in by_precision]
-    texts = []
-    if by_kernel:
-        kernel = request.attention.value if request.attention is not None else ""
-        texts.append(tr("gpus_left_out_kernel", kernel=kernel, gpus=tr.join(by_kernel)))
-    if by_precision:
-        texts.append(tr("gpus_left_out_precision", precision=request.precision.value, gpus=tr.join(by_precision)))
-    return texts

@@ -32,6 +32,7 @@ from planner.limits import (
 from planner.model.optimizer_precision import OptimizerPrecision
 from planner.model.spec import ModelSpec
 from planner.model.stacks import Stack
+from planner.model.structure import context_extension
 from planner.request import DEFAULT_AC
 from planner.search.ownership import TcoAssumptions
 from ui import app_core
@@ -330,9 +331,10 @@ def ownership_inputs(tr: Labels) -> tuple[TcoAssumptions | None, float]:
 
 def sidebar_training(tr: Labels, model: ModelSpec | None) -> dict:
     seq_len = st.selectbox(tr("seq_len"), SEQ_LENS, key="seq_len")
-    if model is not None and seq_len > model.max_seq_len:
-        # A learned position table does not extend as RoPE does (planner/model/structure.py).
-        key = "seq_too_long_learned" if model.position == "learned" else "seq_too_long"
+    if model is not None and (past := context_extension(model, seq_len)) is not None:
+        # A learned position table does not extend as RoPE does (planner/model/structure.py); said
+        # here, under the input, for the card and the explorer alike (the CLI's plan/estimate warning).
+        key = "seq_too_long_learned" if past.learned else "seq_too_long"
         st.warning(tr(key, seq_len=seq_len, model=model.name, limit=model.max_seq_len))
     batch = st.selectbox(
         tr("global_batch"),

@@ -29,12 +29,13 @@ from ui.cached import (
     catalog,
     cuda_context_gib,
 )
+from ui.card_notices import request_texts
 from ui.explorer import show_explorer
 from ui.i18n import Labels, plain
 from ui.infeasible_words import detail_text, infeasible_text, why_not_text
 from ui.messages import estimate_only_text
 from ui.number_box import number_box
-from ui.plan_card import plan_card, request_texts, tie_rule_text
+from ui.plan_card import plan_card, tie_rule_text
 from ui.run_view import show_local, show_run_view
 from ui.sidebar import Inputs
 

@@ -44,8 +44,8 @@ def test_the_card_says_it_in_both_languages():
     """The app's card words the same warning with the same figures (ui/plan_card.request_texts)."""
     from support.app import request_for
 
+    from ui.card_notices import request_texts
     from ui.i18n import Labels
-    from ui.plan_card import request_texts
 
     huge = plan(_request(1e9)).plan
     request = request_for(get_preset("llama3-8b"))

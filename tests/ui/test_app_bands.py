@@ -148,9 +148,10 @@ def test_a_cost_band_keeps_one_unit_at_both_ends():
     assert figure_bands(EN, SimpleNamespace(uncertainty=u))["cost_usd"] == EN("card_band", lo="$0.30M", hi="$1.01M")
 
 
-def test_the_layout_explorer_says_the_reserved_term_its_cost_bills():
+def test_the_layout_explorer_says_the_estimates_warnings():
     """Review s43: under a reserved price the explorer's cost bills the whole term, with no word of
-    it where the card says it; its caption gives the term's bill, in both languages."""
+    it where the card says it; its warning gives the term's bill, in both languages. Parity trial
+    s50: the CLI's other estimate warnings were unsaid there (here: a job shorter than its start-up)."""
     from planner.api import plan_commitment
     from ui.messages import commitment_text
 
@@ -160,6 +161,11 @@ def test_the_layout_explorer_says_the_reserved_term_its_cost_bills():
     assert term is not None
     for tr in (EN, ZH):
         at = open_tab(run_app(gpus=["h100-sxm"], pricing="reserved_3y", lang=tr.lang), "tab_explorer", tr)
-        assert commitment_text(tr, term) in [c.value for c in at.caption]
-    on_demand = open_tab(run_app(gpus=["h100-sxm"]), "tab_explorer", EN)
-    assert not [c.value for c in on_demand.caption if "bills whole" in c.value]
+        assert commitment_text(tr, term) in [w.value for w in at.warning]
+    longer = open_tab(run_app(gpus=["h100-sxm"], seq_len=4096), "tab_explorer", EN)
+    assert not [w.value for w in longer.warning if "bills whole" in w.value]  # on demand
+    # the sidebar says a sequence past the context, under its input (not again on the card, nor here)
+    assert len([w.value for w in longer.warning if "positions are learned" in w.value]) == 1
+    short = open_tab(run_app(gpus=["h100-sxm"], tokens_mode="absolute", tokens_billions=0.001), "tab_explorer", EN)
+    card, explorer = [w.value for w in short.warning if w.value.startswith("The job trains for")]
+    assert card == explorer and "start-up" in explorer

@@ -16,7 +16,7 @@ from planner.catalog.prices import offers_span
 from planner.errors import InfeasiblePlan
 from planner.fmt import count_short
 from planner.request import default_global_batch_tokens
-from ui.plan_card import one_offer_rent_text, spot_beyond_traces_text
+from ui.card_notices import one_offer_rent_text, spot_beyond_traces_text
 
 BOTH = pytest.mark.parametrize("tr", [EN, ZH], ids=["en", "zh"])
 

@@ -642,7 +642,7 @@ def test_the_card_says_this_sessions_plan_warnings_in_both_languages(tmp_path):
     which the CLI prints, on the card in the page's language."""
     from planner.layout import ActivationCheckpointing
     from planner.model.stacks import Stack
-    from ui.plan_card import request_texts
+    from ui.card_notices import request_texts
 
     text = {
         "model_type": "mistral", "hidden_size": 1024, "intermediate_size": 4096, "num_attention_heads": 8,

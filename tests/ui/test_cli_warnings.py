@@ -121,8 +121,8 @@ def test_named_gpu_types_the_kernel_cannot_run_on_are_named_when_left_out(capsys
 def test_the_app_names_the_gpu_types_left_out_in_its_language():
     from planner.api import PlanRequest, plan
     from planner.catalog.models import get_preset
+    from ui.card_notices import request_texts
     from ui.i18n import Labels
-    from ui.plan_card import request_texts
 
     request = PlanRequest(
         model=get_preset("llama3.1-8b"),
@@ -451,8 +451,8 @@ def test_the_app_card_warns_of_hf_expert_loops_under_hf_trainer_in_its_language(
     from planner.api import PlanRequest, plan
     from planner.catalog.models import get_preset
     from planner.model.stacks import Stack
+    from ui.card_notices import request_texts
     from ui.i18n import Labels, plain
-    from ui.plan_card import request_texts
 
     request = PlanRequest(
         model=get_preset("qwen1.5-moe-a2.7b"), training_tokens=1e10, gpus={"h100-sxm": 64}, stack=Stack.HF_TRAINER
@@ -490,8 +490,8 @@ def test_deepspeed_zero3_across_nodes_names_the_known_miss_on_cli_and_card(capsy
     from planner.catalog.models import get_preset
     from planner.layout import Implementation, Layout, Sharding, TrainingConfig
     from planner.model.stacks import Stack
+    from ui.card_notices import request_texts
     from ui.i18n import Labels
-    from ui.plan_card import request_texts
 
     args = ["estimate", "--model", "llama2-7b", "--gpu", "h100-sxm", "--micro-batch", "1", "--json"]
     said, features, widths = [], [], []

@@ -15,9 +15,9 @@ def test_megatron_lm_on_a_gpu_after_its_era_points_to_megatron_core(capsys) -> N
     from planner.catalog.models import get_preset
     from planner.layout import Implementation, Layout, Sharding, TrainingConfig
     from planner.model.stacks import Stack
+    from ui.card_notices import request_texts
     from ui.i18n import Labels
     from ui.infeasible_words import app_words
-    from ui.plan_card import request_texts
 
     args = ["estimate", "--model", "llama2-7b", "--num-gpus", "8", "--tp", "8", "--json"]
     said = {}
