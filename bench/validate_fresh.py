@@ -1,0 +1,83 @@
+"""Held-out tokens/s error on a fresh set of published runs (data/validation/fresh_runs.csv).
+
+    python bench/validate_fresh.py          # summaries: all, per generation, source, envelope
+    python bench/validate_fresh.py --rows   # and every row with its command
+
+Each row's stored flags run through the CLI as a user would type them (``trainplan estimate ...
+--json --no-calibration``); nothing is fitted here and nothing was fitted on these rows
+(validation/fresh_runs.py; sources: data/validation/fresh_runs_sources.md). Error =
+(predicted - measured) / measured tokens/s per GPU; "in band" = the published figure lies inside
+the estimate's own 80 % band.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from contextlib import chdir
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from ui.cli import app
+from validation.docs import summary_main
+from validation.fresh_runs import FreshRow, FreshScore, coverage, read_fresh, score_from_json
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def estimate(row: FreshRow) -> FreshScore:
+    """The row's estimate through the CLI, scored."""
+    result = CliRunner().invoke(app, ["estimate", *row.estimate_args, "--json", "--no-calibration"])
+    if result.exit_code != 0:
+        raise SystemExit(f"{row.row_id}: trainplan estimate exited {result.exit_code}: {result.output.strip()}")
+    return score_from_json(row, json.loads(result.output))
+
+
+def _summary(scores: list[FreshScore], key: Callable[[FreshScore], str], title: str) -> list[str]:
+    lines = [f"| {title} | rows | mean signed % | mean abs % | in 80 % band |", "|---|---:|---:|---:|---:|"]
+    for c in coverage(scores, key):
+        lines.append(
+            f"| {c.group} | {c.rows} | {100 * c.mean_signed:+.1f} | {100 * c.mean_abs:.1f} | {c.in_band}/{c.rows} |"
+        )
+    return lines
+
+
+def _row_lines(scores: list[FreshScore]) -> list[str]:
+    lines = [
+        "| row | source | model | GPU x n | measured | predicted | error % | 80 % band | in band | envelope |",
+        "|---|---|---|---|---:|---:|---:|---|---|---|",
+    ]
+    for s in scores:
+        r, (low, high) = s.row, s.band_tokens_per_s_per_gpu
+        lines.append(
+            f"| {r.row_id} | {r.source} | {r.model} | {r.gpu} x {r.num_gpus} | {r.measured_tokens_per_s_per_gpu:,.0f}"
+            f" | {s.predicted_tokens_per_s_per_gpu:,.0f} | {100 * s.error:+.1f} | {low:,.0f}-{high:,.0f}"
+            f" | {'yes' if s.in_band else 'no'} | {'validated' if s.validated else 'outside'} |"
+        )
+    lines += ["", "Commands:", ""] + [f"- {s.row.row_id}: `{s.row.command}`" for s in scores]
+    return lines
+
+
+def render(rows: bool = False) -> str:
+    with chdir(REPO):  # the rows name their model files relative to the repository, as typed there
+        scores = [estimate(row) for row in read_fresh()]
+    lines = [
+        f"**Fresh held-out rows** (nothing fitted on them): {len(scores)} rows, tokens/s per GPU.",
+        "",
+        *_summary(scores, lambda s: "all", "set"),
+        "",
+        *_summary(scores, lambda s: s.generation, "generation"),
+        "",
+        *_summary(scores, lambda s: s.row.source, "source"),
+        "",
+        *_summary(scores, lambda s: "validated" if s.validated else "outside the envelope", "estimate's envelope"),
+    ]
+    if rows:
+        lines += ["", *_row_lines(scores)]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(summary_main(sys.argv[1:], __doc__, render, "fresh-table"))

@@ -1,0 +1,60 @@
+"""The fresh held-out rows (data/validation/fresh_runs.csv, validation/fresh_runs.py).
+
+The reader and the score's arithmetic are checked, not the model's error (bench/validate_fresh.py
+prints that): every row's command names a catalog GPU and a model that exists, its GPU count
+matches the row's, and a band is read per GPU as the figure is.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from planner.catalog.hardware import load_catalog
+from planner.catalog.models import PRESET_CONFIGS
+from validation.fresh_runs import coverage, read_fresh, score_from_json
+
+REPO = Path(__file__).resolve().parents[2]
+ROWS = read_fresh()
+
+
+def _flag(args: tuple[str, ...], name: str) -> str:
+    return args[args.index(name) + 1]
+
+
+def test_every_row_names_a_catalog_gpu_a_model_and_its_own_gpu_count():
+    assert len(ROWS) == 14 and len({r.row_id for r in ROWS}) == 14
+    gpus = load_catalog().gpus
+    for row in ROWS:
+        assert _flag(row.estimate_args, "--gpu") in gpus, row.row_id
+        model = _flag(row.estimate_args, "--model")
+        assert model in PRESET_CONFIGS or (REPO / model).is_file(), row.row_id
+        assert int(_flag(row.estimate_args, "--num-gpus")) == row.num_gpus, row.row_id
+        assert row.measured_tokens_per_s_per_gpu > 0
+
+
+def _answer(gpus: int, figure: float, band: tuple[float, float]) -> dict:
+    return {
+        "feasible": True,
+        "gpu": "h100-sxm",
+        "num_gpus": gpus,
+        "throughput": {"tokens_per_s_per_gpu": figure},
+        "uncertainty": {"tokens_per_s": list(band), "validated": True, "envelope": "validated: ..."},
+    }
+
+
+def test_the_band_is_read_per_gpu_and_the_error_is_signed():
+    row = ROWS[0]  # 8 GPUs, 55,000 tokens/s per GPU measured
+    score = score_from_json(row, _answer(8, 60_500.0, (8 * 50_000.0, 8 * 56_000.0)))
+    assert score.band_tokens_per_s_per_gpu == (50_000.0, 56_000.0)
+    assert score.error == pytest.approx(0.10) and score.in_band
+    below = score_from_json(row, _answer(8, 60_500.0, (8 * 56_000.0, 8 * 70_000.0)))
+    assert not below.in_band
+    (summary,) = coverage([score, below], lambda s: s.generation)
+    assert (summary.group, summary.rows, summary.in_band) == ("Hopper", 2, 1)
+
+
+def test_an_infeasible_answer_is_not_scored():
+    with pytest.raises(ValueError, match="infeasible"):
+        score_from_json(ROWS[0], {"feasible": False, "reason": "out of memory"})

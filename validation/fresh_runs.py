@@ -1,0 +1,133 @@
+"""A fresh held-out set: published training throughputs no other validation file holds.
+
+data/validation/fresh_runs.csv (read as data/validation/fresh_runs_sources.md describes) holds 14
+rows of three sources no validation or calibration row came from: OLMo-core's README throughput
+table (H100, FSDP + compile), FlagPerf's Megatron-Core / FlagScale LLM cases (A800, H100, H800)
+and the flash-attention repository's GPT-3 training-speed table (A100). Nothing in the model was
+fitted on them and no setting was changed after seeing them (session 51, trial heldout51).
+
+Each row stores the ``trainplan estimate`` flags that describe its job (``estimate_args``), so the
+score is what a user typing that command reads: bench/validate_fresh.py runs each through the CLI
+(``--json --no-calibration``) and turns the answer into a ``FreshScore`` here. This module only
+reads rows and summarises scores; it never runs the CLI (validation/ does not import ui/).
+"""
+
+from __future__ import annotations
+
+import csv
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from planner.catalog.hardware import load_catalog
+
+DEFAULT_FRESH_RUNS = Path(__file__).resolve().parent.parent / "data" / "validation" / "fresh_runs.csv"
+
+
+@dataclass(frozen=True)
+class FreshRow:
+    """One published measurement and the estimate command that describes it."""
+
+    row_id: str
+    source: str
+    locator: str
+    model: str
+    gpu: str  # as the source names it
+    num_gpus: int
+    measured_tokens_per_s_per_gpu: float
+    estimate_args: tuple[str, ...]  # the flags after ``trainplan estimate``
+
+    @property
+    def command(self) -> str:
+        return "trainplan estimate " + shlex.join(self.estimate_args)
+
+
+@dataclass(frozen=True)
+class FreshScore:
+    """A row against its estimate: the figure, the 80 % band and the envelope it was read from."""
+
+    row: FreshRow
+    gpu_id: str  # the catalog GPU the estimate ran on
+    predicted_tokens_per_s_per_gpu: float
+    band_tokens_per_s_per_gpu: tuple[float, float]  # the estimate's 80 % band (p10, p90 ends)
+    validated: bool  # the estimate called its regime validated
+    envelope: str  # the estimate's own words on the regime
+
+    @property
+    def error(self) -> float:
+        """(predicted - measured) / measured."""
+        return self.predicted_tokens_per_s_per_gpu / self.row.measured_tokens_per_s_per_gpu - 1
+
+    @property
+    def in_band(self) -> bool:
+        low, high = self.band_tokens_per_s_per_gpu
+        return low <= self.row.measured_tokens_per_s_per_gpu <= high
+
+    @property
+    def generation(self) -> str:
+        return load_catalog().gpus[self.gpu_id].generation
+
+
+def read_fresh(path: Path = DEFAULT_FRESH_RUNS) -> list[FreshRow]:
+    """Every row of the file, in file order."""
+    with Path(path).open(newline="", encoding="utf-8") as handle:
+        return [
+            FreshRow(
+                row_id=r["row_id"],
+                source=r["source"],
+                locator=r["locator"],
+                model=r["model"],
+                gpu=r["gpu"],
+                num_gpus=int(r["num_gpus"]),
+                measured_tokens_per_s_per_gpu=float(r["measured_tokens_per_s_per_gpu"]),
+                estimate_args=tuple(shlex.split(r["estimate_args"])),
+            )
+            for r in csv.DictReader(handle)
+        ]
+
+
+def score_from_json(row: FreshRow, estimate: dict[str, Any]) -> FreshScore:
+    """A row's score from ``trainplan estimate --json``'s answer (the band there is for the job:
+    divided by the GPU count, as the figure is)."""
+    if not estimate["feasible"]:
+        raise ValueError(f"{row.row_id}: the estimate finds the job infeasible ({estimate['reason']})")
+    gpus = estimate["num_gpus"]
+    low, high = estimate["uncertainty"]["tokens_per_s"]
+    return FreshScore(
+        row=row,
+        gpu_id=estimate["gpu"],
+        predicted_tokens_per_s_per_gpu=estimate["throughput"]["tokens_per_s_per_gpu"],
+        band_tokens_per_s_per_gpu=(low / gpus, high / gpus),
+        validated=bool(estimate["uncertainty"]["validated"]),
+        envelope=estimate["uncertainty"]["envelope"],
+    )
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """A group's scores: how many, their mean signed / abs error and how many lie in their band."""
+
+    group: str
+    rows: int
+    mean_signed: float
+    mean_abs: float
+    in_band: int
+
+
+def coverage(scores: list[FreshScore], key: Callable[[FreshScore], str]) -> list[Coverage]:
+    """Per group of ``key`` (e.g. the generation), in name order."""
+    groups: dict[str, list[FreshScore]] = {}
+    for s in scores:
+        groups.setdefault(key(s), []).append(s)
+    return [
+        Coverage(
+            group=g,
+            rows=len(members),
+            mean_signed=sum(m.error for m in members) / len(members),
+            mean_abs=sum(abs(m.error) for m in members) / len(members),
+            in_band=sum(m.in_band for m in members),
+        )
+        for g, members in sorted(groups.items())
+    ]
