@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from planner.accuracy import DEFAULT_RISK, Risk
 from planner.api.batch_offers import LargerBatch, with_batch_fix, with_larger_batch
@@ -30,10 +29,10 @@ from planner.api.notices import (
     unplanned_price_warnings,
 )
 from planner.api.side_answers import memory_at_model_warnings, side_rows, solve_at_risk
+from planner.api.wrap import JobChoices, wrapped_plan
 from planner.catalog.calibration import AppliedCalibration
-from planner.catalog.hardware import Catalog, GPUSpec, load_catalog
-from planner.catalog.networks import canonical_network, catalog_on_network
-from planner.catalog.prices import offers_behind
+from planner.catalog.hardware import Catalog, load_catalog
+from planner.catalog.networks import catalog_on_network
 from planner.count_probe import cap_diagnosis, deadline_fix, memory_fix
 from planner.errors import InfeasiblePlan
 from planner.frontier import Knee, NearTie, OverBudget
@@ -156,40 +155,7 @@ def plan_from_row(
             "batch_defaulted": request.global_batch_tokens is None,
         }
     )
-    return Plan(
-        model=request.model,
-        hf_config_path=request.hf_config_path,
-        gpu=gpu.id,
-        num_gpus=num_gpus,
-        num_nodes=num_nodes,
-        gpus_per_node=num_gpus // num_nodes,
-        layout=layout,
-        training=training,
-        training_tokens=request.training_tokens,
-        **price_fields(gpu, request.price_kind),
-        estimate=est,
-        stack=request.stack,
-        calibration=calibration,
-        attention=request.attention,
-        partition_activations=request.partition_activations,
-        moe_a2a_overlap=request.moe_a2a_overlap,
-        optimizer_precision=request.optimizer_precision,
-        run_losses=request.run_losses,
-        network=canonical_network(catalog, request.network),
-    )
-
-
-def price_fields(gpu: GPUSpec, price_kind: str | None) -> dict[str, Any]:
-    """A plan's price and where it comes from, as the GPU's (priced) catalog entry gives them: its
-    rate, basis, the offers behind it (``offers_behind``), the kind asked for and the rental unit;
-    one rule for ``plan_from_row`` and ``build_plan``."""
-    return dict(
-        price_per_gpu_hour_usd=gpu.price_per_gpu_hour_usd,
-        price_basis=gpu.price_basis,
-        price_offers=offers_behind(gpu, price_kind),
-        price_kind=price_kind,
-        rent_unit_gpus=gpu.rent_unit_gpus,
-    )
+    return wrapped_plan(JobChoices.of_request(request, catalog), gpu, layout, training, est, calibration)
 
 
 def calibrated(

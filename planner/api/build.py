@@ -3,8 +3,9 @@ from planner/api/__init__.py, which imports it last (it reads ``calibrated`` fro
 
 from __future__ import annotations
 
-from planner.api import calibrated, price_fields
+from planner.api import calibrated
 from planner.api.ceiling_estimate import judged_estimate
+from planner.api.wrap import JobChoices, wrapped_plan
 from planner.catalog.calibration import AppliedCalibration
 from planner.catalog.hardware import Catalog, load_catalog
 from planner.catalog.networks import canonical_network, catalog_on_network
@@ -93,20 +94,12 @@ def build_plan(
     )
     if requested_global_batch_tokens is not None:
         est = est.model_copy(update={"requested_global_batch_tokens": requested_global_batch_tokens})
-    return Plan(
+    job = JobChoices(
         model=model,
         hf_config_path=hf_config_path,
-        gpu=spec.id,
-        num_gpus=num_gpus,
-        num_nodes=est.num_nodes,
-        gpus_per_node=num_gpus // est.num_nodes,
-        layout=layout.resolve(num_gpus),
-        training=training,
         training_tokens=training_tokens,
-        **price_fields(spec, price_kind),
-        estimate=est,
+        price_kind=price_kind,
         stack=stack,
-        calibration=record,
         attention=attention,
         partition_activations=partition_activations,
         moe_a2a_overlap=moe_a2a_overlap,
@@ -114,3 +107,4 @@ def build_plan(
         run_losses=run_losses,
         network=network,
     )
+    return wrapped_plan(job, spec, layout.resolve(num_gpus), training, est, record)

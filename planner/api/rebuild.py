@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from planner.api import build_plan, plan_from_row
+from planner.api.wrap import PriceProvenance
 from planner.catalog.calibration import AppliedCalibration
 from planner.catalog.hardware import Catalog, load_catalog
 from planner.catalog.networks import catalog_on_network
@@ -117,12 +118,11 @@ def price_args(plan_: Plan) -> dict:
 
 
 def with_price_basis(again: Plan, plan_: Plan) -> Plan:
-    """``again`` priced by ``price_args``, with ``plan_``'s price basis and kind: a price passed on
-    as a price would read as the user's own."""
+    """``again`` priced by ``price_args``, with ``plan_``'s ``PriceProvenance`` (basis, offers, kind):
+    a price passed on as a price would read as the user's own."""
     if "price" not in price_args(plan_):
         return again
-    kept = {"price_basis": plan_.price_basis, "price_offers": plan_.price_offers, "price_kind": plan_.price_kind}
-    return again.model_copy(update=kept)
+    return again.model_copy(update=PriceProvenance.of_plan(plan_)._asdict())
 
 
 def on_plan_nodes(catalog: Catalog, plan_: Plan) -> Catalog:
