@@ -48,7 +48,7 @@ from trainer.files import (
     file_sha256,
     list_checkpoints,
     rank_state_file,
-    saved_identity,
+    recorded_identity,
     step_dir_name,
 )
 from trainer.log import ON_STDOUT, clipped
@@ -119,6 +119,9 @@ class Verdict:
 
     problem: str | None  # what is wrong; None: the files are what was written
     unreadable: bool = False  # the manifest could not be read now: not evidence of damage
+    # The model the verified manifest records (``_check_identity``), from the read that verified it:
+    # this rank's own, never gathered; None: not verified, or a manifest from before the fingerprint.
+    saved: ModelIdentity | None = None
 
 
 _DISK_FULL_TEXTS = ("No space left on device", "unexpected pos", "file write failed", "Disk quota exceeded")
@@ -324,8 +327,10 @@ class CheckpointManager:
     def _verdict(self, path: Path) -> Verdict:
         problem, unreadable = None, False
         manifest: dict[str, dict] = {}
+        saved: ModelIdentity | None = None
         try:
-            manifest = _manifest_files(json.loads((path / MANIFEST).read_text()))
+            recorded = json.loads((path / MANIFEST).read_text())
+            manifest, saved = _manifest_files(recorded), recorded_identity(recorded)
         except OSError as exc:  # gone or unreadable for now (a shared file system's blip): no evidence of damage
             problem, unreadable = f"{MANIFEST} cannot be read ({exc.strerror or exc.__class__.__name__})", True
         except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
@@ -341,7 +346,7 @@ class CheckpointManager:
         dist.all_gather_object(verdicts, Verdict(problem, unreadable))
         found = [v for v in verdicts if v is not None and v.problem is not None]
         # one rank that cannot read the manifest now: not known to be damaged, on any rank
-        return next((v for v in found if v.unreadable), found[0] if found else Verdict(None))
+        return next((v for v in found if v.unreadable), found[0] if found else Verdict(None, saved=saved))
 
     def _verified(self, path: Path) -> Verdict:
         """``verify``, asked again while the manifest cannot be read; then still ``unreadable``."""
@@ -385,7 +390,7 @@ class CheckpointManager:
                 self._report_corrupt(path, verdict.problem, earlier)
                 corrupt.append(path)
                 continue
-            self._check_identity(path)
+            self._check_identity(path, verdict.saved)
             problem = self._try_load(path, state)
             if problem is not None:  # kept where it is: a load can fail for reasons of this run
                 touched = touched or path
@@ -418,9 +423,9 @@ class CheckpointManager:
         then = "falling back to the previous one" if earlier else "no earlier checkpoint"
         log.warning(f"checkpoint {path} {what} ({problem}); {then}", extra=ON_STDOUT)
 
-    def _check_identity(self, path: Path) -> None:
-        """A verified checkpoint of another model (the job dir was re-emitted): say whose it is."""
-        saved = saved_identity(path)
+    def _check_identity(self, path: Path, saved: ModelIdentity | None) -> None:
+        """A verified checkpoint of another model (the job dir was re-emitted): say whose it is
+        (``saved``: the model its manifest records)."""
         if self.identity is not None and saved is not None and not self.identity.holds(saved):
             raise ValueError(
                 f"checkpoint {path} holds {saved.description}, but job.json is for"

@@ -82,8 +82,13 @@ def saved_identity(checkpoint: Path) -> ModelIdentity | None:
         manifest = json.loads((checkpoint / MANIFEST).read_text())
     except (OSError, ValueError, RecursionError):  # ValueError: bad JSON or UTF-8
         return None
-    saved = manifest.get("model_sha256") if isinstance(manifest, dict) else None
-    if not isinstance(saved, str):
+    return recorded_identity(manifest)
+
+
+def recorded_identity(manifest: object) -> ModelIdentity | None:
+    """The model a parsed manifest records (``saved_identity``; a resume reads it from the manifest
+    it verified, not from a second read)."""
+    if not isinstance(manifest, dict) or not isinstance(saved := manifest.get("model_sha256"), str):
         return None
     return ModelIdentity(saved, str(manifest.get("model", "another model"))[:200])
 

@@ -16,6 +16,7 @@ import trainer.launch as launch_module
 import trainer.session as session_module
 from planner.errors import ExitCode
 from planner.layout import Layout
+from trainer.files import MANIFEST
 from trainer.train import main
 
 SINGLE = Layout(dp_shard=1)
@@ -128,6 +129,24 @@ def test_a_manifest_back_on_the_next_read_is_loaded(six_steps, monkeypatch, caps
     out = capsys.readouterr().out
     assert "manifest.json cannot be read (No such file or directory); trying again in 5 s" in out
     assert "resumed from checkpoint step-000006" in out and ckpt_names(job) == ["step-000003", "step-000006"]
+
+
+def test_a_resume_reads_the_manifest_it_loads_once(six_steps, monkeypatch, capsys):
+    """The manifest's check and the model it records (``_check_identity``) come from one read."""
+    job = six_steps
+    reads: list[Path] = []
+    read_text = Path.read_text
+
+    def counted(self: Path, *args, **kwargs) -> str:
+        if self.name == MANIFEST:
+            reads.append(self)
+        return read_text(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "read_text", counted)
+    capsys.readouterr()
+    assert train(job, "--steps", "6") == ExitCode.OK
+    assert "resumed from checkpoint step-000006" in capsys.readouterr().out
+    assert reads == [job / "ckpt" / "step-000006" / MANIFEST]
 
 
 def test_run_and_the_launcher_pass_the_flag_to_the_workers(tmp_path, monkeypatch):
