@@ -166,6 +166,7 @@ def replan(
     headroom = 1 - (1 - settings.memory_headroom) / max(memory_correction, 1.0)
     # the plan's own run-loss figures too: the replanned job's goodput rests on the same word
     corrected = plan_.run_losses.applied(settings.but(memory_headroom=min(headroom, 0.95), term=plan_.estimate.term))
+    priced = price_args(plan_)  # review s26: a replanned job lost its price (--price, --price-kind)
     request = PlanRequest(
         model=plan_.model,
         hf_config_path=plan_.hf_config_path,
@@ -181,10 +182,11 @@ def replan(
         top_k=0,
         network=plan_.network,
         run_losses=plan_.run_losses,
+        # the kind its offers are listed under (a spot plan replanned listed on-demand offers, kind None)
+        price_kind=priced.get("price_kind"),
     )
     space = replace(search_space(request), min_gpus=plan_.num_gpus)
     catalog = on_plan_nodes(catalog_on_network(catalog or load_catalog(), plan_.network), plan_)
-    priced = price_args(plan_)  # review s26: a replanned job lost its price (--price, --price-kind)
     own = {} if priced.get("price") is None else {plan_.gpu: priced["price"]}
     catalog = priced_catalog(catalog, priced.get("price_kind"), [plan_.gpu], own, settings)
     c = build_candidates(request.model, catalog, {plan_.gpu: plan_.num_gpus}, space)

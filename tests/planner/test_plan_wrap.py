@@ -2,7 +2,9 @@
 given to ``build_plan`` are the same plan, and a re-estimate at the plan's own rate keeps every
 field that says where that rate comes from."""
 
-from planner.api import PlanRequest, build_plan, plan, restack
+import pytest
+
+from planner.api import PlanRequest, build_plan, plan, replan, restack
 from planner.api.wrap import PriceProvenance
 from planner.catalog.models import get_preset
 from planner.catalog.prices import PriceBasis
@@ -54,3 +56,16 @@ def test_a_re_estimate_at_the_plans_own_rate_keeps_where_that_rate_comes_from() 
     assert again.stack == Stack.TORCHTITAN
     assert PriceProvenance.of_plan(again) == PriceProvenance.of_plan(p)
     assert again.price_per_gpu_hour_usd == p.price_per_gpu_hour_usd
+
+
+@pytest.mark.parametrize("kind", ["spot", "reserved-1y"])
+def test_a_replanned_plan_lists_the_offers_of_its_own_price_kind(kind: str) -> None:
+    """A spot plan replanned (``trainplan run --auto-replan``) kept its spot price but recorded no
+    kind and listed the on-demand offers behind it ("median of spot offers: 6 of them", the
+    on-demand count)."""
+    model, layout = get_preset("llama3-8b"), Layout(dp_shard=8)
+    p = build_plan(model, "h100-sxm", layout, TrainingConfig(), num_gpus=8, training_tokens=1e10, price_kind=kind)
+    assert p.price_offers and {o.kind for o in p.price_offers} == {kind}
+    for again in (replan(p, 1.2), restack(p, Stack.TORCHTITAN)):
+        assert PriceProvenance.of_plan(again) == PriceProvenance.of_plan(p)
+        assert again.price_per_gpu_hour_usd == p.price_per_gpu_hour_usd
