@@ -55,6 +55,20 @@ def choose_calibration(given: Path | None, disabled: bool) -> CalibrationChoice 
     return CalibrationChoice(path, default=True) if path.is_file() else None
 
 
+def plan_file_calibration(given: Path | None, disabled: bool, record) -> CalibrationChoice | None:
+    """The calibration ``explain`` and ``emit`` apply to a saved plan (``record``: its
+    PlanCalibration, None for a plan made without a file): ``--calibration`` / ``--no-calibration``
+    where given; else the default file only for a plan made with it (as it is now). A plan made
+    without a file, or with another one, keeps that (calib50 M6: a plan made with
+    --no-calibration was estimated again with the default file)."""
+    if given is not None or disabled:
+        return choose_calibration(given, disabled)
+    default = choose_calibration(None, disabled=False)
+    if record is None or default is None or str(default.path.expanduser().resolve()) != record.file:
+        return None
+    return default
+
+
 def applied_calibration(choice: CalibrationChoice | None):
     """The built-in catalog with the chosen file merged over it, and the file's record the plans
     keep (planner.catalog.calibration.AppliedCalibration); None when no file is chosen."""

@@ -14,7 +14,7 @@ import typer
 from planner.errors import RuleViolation
 from planner.model.stacks import Stack
 from ui import render
-from ui.calibration import applied_calibration, choose_calibration
+from ui.calibration import applied_calibration, plan_file_calibration
 from ui.cli_options import CALIBRATION_HELP, JSON, NO_CALIBRATION
 from ui.cli_run_losses import (
     CHECKPOINT_WRITE_GB_PER_S,
@@ -46,8 +46,8 @@ def explain(
     from planner.api.rebuild import dropped_choices
     from planner.plan import Plan
     from planner.stack_rules import stack_switch
+    from trainer.job_spec import recalibrates
 
-    chosen = choose_calibration(calibration, no_calibration)
     losses = run_loss_inputs(
         failure_rate_x=failure_rate_x,
         checkpoint_write_gb_per_s=checkpoint_write_gb_per_s,
@@ -59,14 +59,16 @@ def explain(
     loaded = original = Plan.load(plan_file, of_job=True)
     if loaded.estimate.feasible and not loaded.estimate.time.step_s > 0:
         raise ValueError(f"{plan_file}: estimate.time.step_s must be > 0 in a feasible plan")
+    chosen = plan_file_calibration(calibration, no_calibration, loaded.calibration)
+    applied = applied_calibration(chosen)
     switch = None if stack is None else stack_switch(stack, loaded.model, loaded.layout.pp)
     stack = switch.runs if switch else stack
-    if stack is not None or chosen is not None or losses.given():
+    if stack is not None or applied is not None or losses.given():
         try:
             loaded = restack(
                 loaded,
                 stack or loaded.stack,
-                calibration=applied_calibration(chosen),
+                calibration=applied,
                 run_losses=losses if losses.given() else None,
             )
         except RuleViolation as exc:  # trial s38: its fix named flags (--sharding) explain does not take
@@ -75,4 +77,5 @@ def explain(
     # lost its encoder warning here)
     switched = (switch.words(loaded.model.name),) if switch else ()
     warnings = (*switched, *dropped_choices(original, loaded), *estimate_warnings(loaded, None))
-    render.explain(loaded, as_json=as_json, calibration=chosen, warnings=warnings)
+    plan_step_s = original.estimate.time.step_s if recalibrates(original, applied) else None
+    render.explain(loaded, as_json=as_json, calibration=chosen, warnings=warnings, plan_step_s=plan_step_s)

@@ -18,7 +18,7 @@ import typer
 from planner.limits import MAX_TOKENIZER_BYTES, check_input
 from trainer.files import RESTART_FROM_SCRATCH_HELP
 from ui import render
-from ui.calibration import applied_calibration, choose_calibration
+from ui.calibration import applied_calibration, plan_file_calibration
 from ui.cli_options import (
     CALIBRATION_HELP,
     JOB_DIR,
@@ -159,8 +159,8 @@ def emit(
         warmup_steps=warmup_steps,
         loss_chunk_tokens=loss_chunk_tokens,
     )
-    # The calibration plan/estimate would apply: a re-estimate for changed run settings uses it.
-    applied = applied_calibration(choose_calibration(calibration, no_calibration))
+    # The plan's own calibration choice, or the flags': a re-estimate for changed run settings uses it.
+    applied = applied_calibration(plan_file_calibration(calibration, no_calibration, plan.calibration))
     job_json = emit_job(
         plan,
         out,
@@ -171,7 +171,8 @@ def emit(
         cluster=cluster,
         **k8s_names(k8s_image, k8s_pvc),
     )
-    render.emitted(job_json, as_json=as_json, recalibrated=applied is not None and recalibrates(plan, applied))
+    plan_step_s = plan.estimate.time.step_s if recalibrates(plan, applied) else None
+    render.emitted(job_json, as_json=as_json, plan_step_s=plan_step_s)
 
 
 def run_settings(

@@ -22,7 +22,7 @@ from planner.model.energy import power_basis_words
 from planner.model.rates import SDPA_CUDNN_NOTE, SDPA_SKIPS_CUDNN_NOTE
 from planner.plan import Estimate, Plan
 from planner.units import GIB, SECONDS_PER_HOUR, TOKENS_PER_BILLION
-from ui.render_calibration import calibration_json, calibration_line
+from ui.render_calibration import calibration_json, calibration_line, recalibrated_words
 from ui.render_lines import (
     batch_note,
     ceiling_lifted_line,
@@ -338,7 +338,10 @@ def infeasible(
     out.print(f"fix: {exc.fix}")
 
 
-def explain(p: Plan, *, as_json: bool, calibration=None, warnings: tuple[str, ...] = ()) -> None:
+def explain(
+    p: Plan, *, as_json: bool, calibration=None, warnings: tuple[str, ...] = (), plan_step_s: float | None = None
+) -> None:
+    """``plan_step_s``: the saved plan's step where another calibration file estimated it again."""
     from planner.explain import explain_plan
 
     notes = explain_plan(p)
@@ -352,10 +355,13 @@ def explain(p: Plan, *, as_json: bool, calibration=None, warnings: tuple[str, ..
                 "warnings": list(warnings),
                 "notes": notes,
                 "calibration": calibration_json(calibration, p.calibration),
+                "recalibrated_from_step_s": plan_step_s,
             }
         )
         return
     calibration_line(calibration, p.calibration, p.gpu)
+    if plan_step_s is not None and p.calibration is not None:
+        out.print(recalibrated_words(p.calibration.file, plan_step_s, p.estimate.time.step_s), markup=False)
     print_plan(p)
     out.print("[bold]why[/bold]")
     for note in notes:
@@ -390,8 +396,9 @@ def detected(found, *, as_json: bool) -> None:
         )
 
 
-def emitted(job_json: Path, *, as_json: bool, recalibrated: bool = False) -> None:
-    """``recalibrated``: the plan was estimated again with a calibration file other than its own."""
+def emitted(job_json: Path, *, as_json: bool, plan_step_s: float | None = None) -> None:
+    """``plan_step_s``: the plan's own step, where a calibration file other than its own estimated
+    it again."""
     from trainer.job_spec import JobSpec
 
     job_dir, spec = job_json.parent, JobSpec.load(job_json.parent)
@@ -406,6 +413,7 @@ def emitted(job_json: Path, *, as_json: bool, recalibrated: bool = False) -> Non
                 "checkpoint_every": run.checkpoint_every,
                 "lr": run.lr,
                 "warmup_steps": run.warmup_steps,
+                "recalibrated_from_step_s": plan_step_s,
             }
         )
         return
@@ -416,9 +424,8 @@ def emitted(job_json: Path, *, as_json: bool, recalibrated: bool = False) -> Non
     elif run.checkpoint_every >= run.steps:  # the goodput interval of a long training, on a short job
         saves += ", so one at the end (or when stopped)"
     out.print(escape(f"job written to {job_dir}: {counted(run.steps, 'step')}{whose}, {saves}"))
-    if recalibrated and (record := spec.plan.calibration) is not None:
-        step = spec.plan.estimate.time.step_s
-        out.print(escape(f"estimated again with calibration {record.file} (not the plan's own): step {step:.4g} s"))
+    if plan_step_s is not None and (record := spec.plan.calibration) is not None:
+        out.print(recalibrated_words(record.file, plan_step_s, spec.plan.estimate.time.step_s), markup=False)
     out.print(
         escape(
             f"optimizer: AdamW, peak lr {run.lr:g} after {counted(run.warmup_steps, 'warmup step')}, cosine to"

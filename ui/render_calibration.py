@@ -57,6 +57,14 @@ def calibration_line(calibration, record: PlanCalibration | None = None, gpu: st
     out.print(line, markup=False)
 
 
+def recalibrated_words(file: str, plan_step_s: float, step_s: float) -> str:
+    """'estimated again with calibration PATH (not the plan's own): step 0.538 -> 0.6086 s': a
+    saved plan estimated again with another file, its own figure beside the new one (calib50 M6:
+    the plan's step was shown nowhere)."""
+    step = f"step {plan_step_s:.4g} -> {step_s:.4g} s" if plan_step_s > 0 and step_s > 0 else "infeasible"
+    return f"estimated again with calibration {file} (not the plan's own): {step}"
+
+
 def calibrated(path: Path, gpu_id: str, values: dict[str, float]) -> None:
     out.print(f"measured rates for {gpu_id} written to {path} (use: --calibration {path})")
     for name, value in values.items():

@@ -88,7 +88,9 @@ def test_a_broken_default_file_names_itself_and_the_way_out(capsys):
     assert main([*ESTIMATE, "--no-calibration"]) == 0
 
 
-def test_plan_and_explain_use_the_default_file(tmp_path, capsys):
+def test_plan_uses_the_default_file_and_explain_keeps_the_plans_choice(tmp_path, capsys):
+    """calib50 M6: explain of a plan made without a file re-estimated it with the default file; it
+    keeps the plan's choice unless --calibration is given, and then says the plan's step beside."""
     plan_args = ["plan", "--model", "llama3.2-1b", "--tokens", "1e10", "--gpus", "h100-sxm=8", "--top", "0"]
     saved = tmp_path / "p.json"
     before = _json(capsys, *plan_args, "--out", str(saved))
@@ -99,10 +101,28 @@ def test_plan_and_explain_use_the_default_file(tmp_path, capsys):
     after = _json(capsys, *plan_args)
     assert _choice(after) == {"file": str(path), "source": "default"}
     assert after["plan"]["time"]["step_s"] != before["plan"]["time"]["step_s"]
-    re_estimated = _json(capsys, "explain", str(saved))
-    assert re_estimated["calibration"]["source"] == "default"
+    kept = _json(capsys, "explain", str(saved))
+    assert kept["calibration"] is None and kept["plan"] == before["plan"]
+    assert kept["recalibrated_from_step_s"] is None
+    re_estimated = _json(capsys, "explain", str(saved), "--calibration", str(path))
+    assert re_estimated["calibration"]["source"] == "--calibration"
     assert re_estimated["plan"]["time"]["step_s"] > before["plan"]["time"]["step_s"]
-    assert _json(capsys, "explain", str(saved), "--no-calibration")["plan"] == before["plan"]
+    assert re_estimated["recalibrated_from_step_s"] == before["plan"]["time"]["step_s"]
+    assert main(["explain", str(saved), "--calibration", str(path)]) == 0
+    was, now = before["plan"]["time"]["step_s"], re_estimated["plan"]["time"]["step_s"]
+    line = f"estimated again with calibration {path} (not the plan's own): step {was:.4g} -> {now:.4g} s"
+    assert capsys.readouterr().out.splitlines()[1] == line
+
+
+def test_a_plan_made_with_the_default_file_is_explained_with_it_as_it_is_now(tmp_path, capsys):
+    saved = tmp_path / "p.json"
+    _default_file()
+    planned = _json(capsys, *ESTIMATE, "--out", str(saved))["time"]["step_s"]
+    assert _json(capsys, "explain", str(saved))["recalibrated_from_step_s"] is None
+    _default_file({"gemm_bf16_tflops_achieved": 300.0})  # measured again: slower
+    again = _json(capsys, "explain", str(saved))
+    assert again["calibration"]["source"] == "default" and again["recalibrated_from_step_s"] == planned
+    assert again["plan"]["time"]["step_s"] > planned
 
 
 # ----------------------------------------------------------------------------- --calibrate-from
@@ -310,22 +330,28 @@ def test_the_calibration_line_says_when_the_plans_gpu_is_not_in_the_file(capsys)
 
 
 def test_emit_applies_a_calibration_other_than_the_plans_own_and_says_so(tmp_path, capsys):
-    """Trial s38: emit --calibration (and the default file) was used only where a run setting
-    changed, so job.json kept the plan's uncalibrated step while explain showed the calibrated one."""
+    """Trial s38: emit --calibration was used only where a run setting changed, so job.json kept
+    the plan's uncalibrated step while explain showed the calibrated one. calib50 M6: the default
+    file does not replace a plan's choice of none, and the plan's step is said beside the new one."""
     from trainer.job_spec import JobSpec
 
     plan_file = tmp_path / "plan.json"
     assert main([*ESTIMATE, "--no-calibration", "--out", str(plan_file)]) == 0
-    _default_file()
+    planned = json.loads(plan_file.read_text())["estimate"]["time"]["step_s"]
+    path = _default_file()
     capsys.readouterr()
-    assert main(["explain", str(plan_file), "--json"]) == 0
+    assert main(["emit", str(plan_file), "--out", str(tmp_path / "kept")]) == 0
+    assert "estimated again" not in capsys.readouterr().out
+    kept = JobSpec.load(tmp_path / "kept").plan
+    assert kept.calibration is None and kept.estimate.time.step_s == planned
+    assert main(["explain", str(plan_file), "--json", "--calibration", str(path)]) == 0
     explained = json.loads(capsys.readouterr().out)["plan"]["time"]["step_s"]
-    assert main(["emit", str(plan_file), "--out", str(tmp_path / "job")]) == 0
+    assert main(["emit", str(plan_file), "--out", str(tmp_path / "job"), "--calibration", str(path)]) == 0
     out = capsys.readouterr().out
     job = JobSpec.load(tmp_path / "job").plan
     assert job.calibration is not None and job.estimate.time.step_s == pytest.approx(explained)
-    assert "estimated again with calibration" in out
-    assert explained != pytest.approx(json.loads(plan_file.read_text())["estimate"]["time"]["step_s"])
+    assert f"(not the plan's own): step {planned:.4g} -> {explained:.4g} s" in out
+    assert explained != pytest.approx(planned)
 
 
 def test_portfolio_and_fleet_apply_the_calibration_plan_applies(tmp_path, capsys):
