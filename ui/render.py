@@ -22,7 +22,13 @@ from planner.model.energy import power_basis_words
 from planner.model.rates import SDPA_CUDNN_NOTE, SDPA_SKIPS_CUDNN_NOTE
 from planner.plan import Estimate, Plan
 from planner.units import GIB, SECONDS_PER_HOUR, TOKENS_PER_BILLION
-from ui.render_calibration import calibration_json, calibration_line, recalibrated_words
+from ui.render_calibration import (
+    calibration_json,
+    calibration_line,
+    plan_calibration_json,
+    plan_calibration_line,
+    recalibrated_words,
+)
 from ui.render_lines import (
     batch_note,
     ceiling_lifted_line,
@@ -271,11 +277,11 @@ def estimate(p: Plan, *, as_json: bool, saved_to: Path | None, calibration=None,
                 **estimate_json(p.estimate),
                 "warnings": list(warnings),
                 **plan_facts_json(p),
-                "calibration": calibration_json(calibration, p.calibration),
+                "calibration": plan_calibration_json(calibration, p),
             }
         )
         return
-    calibration_line(calibration, p.calibration, p.gpu)
+    plan_calibration_line(calibration, p)
     print_plan(p)
     if saved_to:
         out.print(written_line(p, saved_to), markup=False)
@@ -354,12 +360,12 @@ def explain(
                 **plan_facts_json(p),
                 "warnings": list(warnings),
                 "notes": notes,
-                "calibration": calibration_json(calibration, p.calibration),
+                "calibration": plan_calibration_json(calibration, p),
                 "recalibrated_from_step_s": plan_step_s,
             }
         )
         return
-    calibration_line(calibration, p.calibration, p.gpu)
+    plan_calibration_line(calibration, p)
     if plan_step_s is not None and p.calibration is not None:
         out.print(recalibrated_words(p.calibration.file, plan_step_s, p.estimate.time.step_s), markup=False)
     print_plan(p)

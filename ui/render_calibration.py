@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from planner.calibration_use import UnusedRate, unused_rates
 from planner.fmt import counted
+from planner.plan import Plan
 from planner.plan_calibration import CalibratedGpu, PlanCalibration
 from ui.terminal import out
 
@@ -21,28 +23,51 @@ def calibration_json(calibration, record: PlanCalibration | None = None) -> dict
     return {"file": record.file, "source": source, **record.model_dump(mode="json", exclude={"file"})}
 
 
-def calibration_summary(record: PlanCalibration) -> str:
-    """'sha256 1f2e3d4c5b6a, h100-sxm: 4 rates + measured job, measured on node-17 2026-12-01'."""
-    entries = ", ".join(_overrides(g) for g in record.gpus)
+def plan_calibration_json(calibration, plan: Plan) -> dict | None:
+    """``calibration_json`` of one plan's record, with the rates of its GPU its estimate did not
+    use (``unused_rates``: field and reason; calib50 M2)."""
+    data = calibration_json(calibration, plan.calibration)
+    if data is None or plan.calibration is None:
+        return data
+    unused = [{"gpu": plan.gpu, **u.model_dump()} for u in unused_rates(plan)]
+    return {**data, "unused_rates": unused}
+
+
+def calibration_summary(record: PlanCalibration, unused: tuple[UnusedRate, ...] = (), gpu: str | None = None) -> str:
+    """'sha256 1f2e3d4c5b6a, h100-sxm: 4 rates + measured job, measured on node-17 2026-12-01';
+    ``unused``: the rates of ``gpu`` (the plan's) its estimate did not use."""
+    entries = ", ".join(_overrides(g, unused if g.gpu == gpu else ()) for g in record.gpus)
     machine = "" if record.machine is None else f", measured on {record.machine.host} {record.machine.date}"
     return f"sha256 {record.sha256[:12]}, {entries}{machine}"
 
 
-def _overrides(gpu: CalibratedGpu) -> str:
+def _overrides(gpu: CalibratedGpu, unused: tuple[UnusedRate, ...] = ()) -> str:
     """'h100-sxm: 4 rates + measured job (gemm_bf16_tflops 742.8 -> 600 (-19%), ...)': what a
-    calibration file overrode for one GPU, each rate against the catalog's (calib50 H3)."""
+    calibration file overrode for one GPU, each rate against the catalog's (calib50 H3); with
+    ``unused``, only the rates used are counted and listed, then the others with why (calib50 M2:
+    "h100-sxm: 2 of 4 rates used (...); unused: attention_fwd_tflops, ... (the plan runs cuDNN
+    attention; ...)")."""
+    skipped = {u.field for u in unused}
+    changes = [c for c in gpu.changes if c.field not in skipped]
     rates = counted(len(gpu.rates), "rate")
-    if gpu.changes:
-        rates += f" ({'; '.join(c.words for c in gpu.changes)})"
+    if skipped:
+        rates = f"{len(gpu.rates) - len(skipped)} of {rates} used"
+    if changes:
+        rates += f" ({'; '.join(c.words for c in changes)})"
+    for reason in dict.fromkeys(u.reason for u in unused):  # grouped by reason, in file order
+        names = ", ".join(u.field.removesuffix("_achieved") for u in unused if u.reason == reason)
+        rates += f"; unused: {names} ({reason})"
     parts = ([rates] if gpu.rates else []) + (["measured job"] if gpu.measured_job else [])
     return f"{gpu.gpu}: {' + '.join(parts)}"
 
 
-def calibration_line(calibration, record: PlanCalibration | None = None, gpu: str | None = None) -> None:
+def calibration_line(
+    calibration, record: PlanCalibration | None = None, gpu: str | None = None, unused: tuple[UnusedRate, ...] = ()
+) -> None:
     """One line naming the calibration file applied (so a default file never acts silently) and,
     from the plan's record, its hash and what it overrode; where the plan's ``gpu`` is not among
     those, that it was timed at the catalog's rates (trial s38: "applied" above an A100 estimate
-    the file did not touch)."""
+    the file did not touch); ``unused``: the rates of ``gpu`` the estimate did not use."""
     if calibration is None and record is None:
         return
     if calibration is None:
@@ -51,10 +76,15 @@ def calibration_line(calibration, record: PlanCalibration | None = None, gpu: st
     else:
         line = calibration.line()
     if record is not None:
-        line = f"{line}; {calibration_summary(record)}"
+        line = f"{line}; {calibration_summary(record, unused, gpu)}"
         if gpu is not None and record.entry(gpu) is None:
             line += f"; {gpu}: not in the file, timed at the catalog's rates"
     out.print(line, markup=False)
+
+
+def plan_calibration_line(calibration, plan: Plan) -> None:
+    """``calibration_line`` of one plan: its record, its GPU and the rates it did not use."""
+    calibration_line(calibration, plan.calibration, plan.gpu, unused_rates(plan))
 
 
 def recalibrated_words(file: str, plan_step_s: float, step_s: float) -> str:

@@ -30,7 +30,7 @@ from ui.render import (
     whole_words,
     written_line,
 )
-from ui.render_calibration import calibration_json, calibration_line
+from ui.render_calibration import plan_calibration_json, plan_calibration_line
 
 
 def risk_line(result) -> str:
@@ -63,7 +63,7 @@ def plan_result(result, *, as_json: bool, saved_to: Path | None, calibration=Non
     if as_json:
         emit_json(plan_json(result, calibration))
         return
-    calibration_line(calibration, result.plan.calibration, result.plan.gpu)
+    plan_calibration_line(calibration, result.plan)
     print_plan(result.plan)
     if request is not None and (line := limits_line(result, request)):
         out.print(line)
@@ -140,7 +140,7 @@ def plan_json(result, calibration) -> dict:
         "per_gpu_binding": None if result.per_gpu is None else unplanned_binding(result),
         "per_gpu_fastest_h": None if result.per_gpu is None else unplanned_fastest_h(result),
         **plan_facts_json(result.plan),
-        "calibration": calibration_json(calibration, result.plan.calibration),
+        "calibration": plan_calibration_json(calibration, result.plan),
     }
 
 
