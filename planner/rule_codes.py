@@ -105,6 +105,9 @@ class RuleCode(StrEnum):
     CAL_UNKNOWN_TABLE = "cal_unknown_table"
     CAL_MISSING_TABLE = "cal_missing_table"
     CAL_MACHINE_FIELD = "cal_machine_field"
+    CAL_MACHINE_UNKNOWN = "cal_machine_unknown"
+    CAL_MACHINE_DATE = "cal_machine_date"
+    CAL_DEVICE = "cal_device"
     CAL_UNKNOWN_GPU = "cal_unknown_gpu"
     CAL_NOT_A_RATE = "cal_not_a_rate"
     CAL_OVER_CEILING = "cal_over_ceiling"
@@ -347,6 +350,10 @@ TEMPLATES: dict[RuleCode, str] = {
     _C.CAL_UNKNOWN_TABLE: "{where}: unknown table(s) {tables} (expected [machine], [gpus.<id>])",
     _C.CAL_MISSING_TABLE: "{where}: table [{table}]: missing or not a table",
     _C.CAL_MACHINE_FIELD: "{where}: field 'machine.{field}': expected a non-empty string",
+    _C.CAL_MACHINE_UNKNOWN: "{where}: field 'machine.{field}': unknown (expected {expected})",
+    _C.CAL_MACHINE_DATE: "{where}: field 'machine.date': expected a date YYYY-MM-DD, got {value!r}",
+    # ``other``: the catalog entry the device is (its ``device_name``, else the name matcher's).
+    _C.CAL_DEVICE: "{where}: [machine] device {device!r} is {other}, not {gpu}: the rates are {other}'s",
     # ``detail``: the catalog's own lookup error ("unknown GPU 'x'; did you mean ...").
     _C.CAL_UNKNOWN_GPU: "{where}: table [gpus.{gpu}]: {detail}",
     # ``hint``: " (did you mean 'x'?)" or empty; English only, the other languages leave it out.

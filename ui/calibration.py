@@ -210,10 +210,28 @@ def _calibration_target(gpu: str | None, use_cuda: bool) -> tuple[str, str | Non
     except NoGPUDriver:
         found = []
     driver = found[0].driver_version if found else None
-    matched = gpu or (found[0].spec.id if found and found[0].spec else None)
-    if matched is None:
-        raise ValueError("--gpu: this GPU matches no catalog entry; name the entry to write the rates for")
-    return matched, driver
+    name, memory = (found[0].name, found[0].memory_bytes) if found else (None, None)
+    return gpu_to_calibrate(gpu, name, memory, load_catalog()), driver
+
+
+def gpu_to_calibrate(gpu: str | None, nvml_name: str | None, memory_bytes: int | None, catalog) -> str:
+    """The catalog id a GPU's measured rates are written for: NVML's match of ``nvml_name``, or
+    ``--gpu`` where NVML matches none (an unlisted variant); ValueError for a --gpu that names
+    another entry than the one the device is (calib50 M3: A100 rates written as an H100's)."""
+    from planner.catalog.detect import match_gpu_name
+
+    matched = None if nvml_name is None else match_gpu_name(nvml_name, memory_bytes, catalog)
+    if gpu is None:
+        if matched is None:
+            raise ValueError("--gpu: this GPU matches no catalog entry; name the entry to write the rates for")
+        return matched.id
+    named = catalog.gpu(gpu).id  # an unknown id fails before anything is measured
+    if matched is not None and matched.id != named:
+        raise ValueError(
+            f"--gpu {gpu}: this GPU ({nvml_name}) is {matched.id}; its rates would time {named} at another"
+            f" GPU's speed: drop --gpu, or measure on {named}"
+        )
+    return named
 
 
 def calibrate_from_job(job_dir: Path, gpu: str | None, out: Path | None) -> None:

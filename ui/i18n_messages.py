@@ -604,6 +604,18 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
         "{name}: machine.{field} must be a non-empty string",
         "{name}：machine.{field} 必须是非空字符串",
     ),
+    "reason_cal_machine_unknown": (
+        "{name}: machine.{field} is not a [machine] field",
+        "{name}：machine.{field} 不是 [machine] 的字段（只允许 host、device、driver、date、software）",
+    ),
+    "reason_cal_machine_date": (
+        "{name}: machine.date {value} is not a date YYYY-MM-DD",
+        "{name}：machine.date 的值 {value} 不是 YYYY-MM-DD 格式的日期",
+    ),
+    "reason_cal_device": (
+        "{name}: the device {device} measured is {other}, not {gpu}",
+        "{name}：实测设备 {device} 是 {other}，不是 {gpu}，其速率不能用于 {gpu}",
+    ),
     "reason_cal_gpu": ("{name}: the catalog has no GPU {gpu}", "{name}：硬件目录中没有 GPU“{gpu}”"),
     "reason_cal_field": ("{name}: {field} is not an achievable rate", "{name}：{field} 不是可实测的速率字段"),
     "reason_cal_over": (

@@ -41,7 +41,9 @@ puts on every plan it estimates with that catalog.
 
 from __future__ import annotations
 
+import datetime
 import hashlib
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,8 +52,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from planner.catalog.achievable import rate_file_values
+from planner.catalog.detect import match_gpu_name
 from planner.catalog.hardware import Catalog, with_rates
 from planner.catalog.measured_job import MeasuredJob
+from planner.catalog.specs import GPUSpec
 from planner.errors import CatalogError, CatalogViolation, RuleCode, RuleViolation
 from planner.limits import read_input
 from planner.plan_calibration import CalibratedGpu, CalibrationMachine, PlanCalibration, RateChange
@@ -130,12 +134,54 @@ def parse_calibration(data: bytes, where: str) -> CalibrationFile:
             rates[gpu_id] = {k: v for k, v in values.items() if k not in job}
     machine = None
     if rates or "machine" in raw:  # measured kernel rates name the machine they were measured on
-        machine = _table(raw, "machine", where)
-        for name in MACHINE_FIELDS:
-            if not isinstance(machine.get(name), str) or not machine[name].strip():
-                raise CatalogViolation(RuleCode.CAL_MACHINE_FIELD, {"where": where, "field": name})
-        machine = {k: machine[k] for k in MACHINE_FIELDS}
+        machine = _machine(_table(raw, "machine", where), where)
     return CalibrationFile(machine, rates, jobs)
+
+
+def _machine(table: dict[str, Any], where: str) -> dict[str, str]:
+    """The ``[machine]`` table's fields, each a non-empty string, the date an ISO date; unknown
+    fields refused as unknown rate fields are (calib50 L3: "yesterday" and a rack key passed)."""
+    if unknown := [name for name in table if name not in MACHINE_FIELDS]:
+        figures = {"where": where, "field": unknown[0], "expected": ", ".join(MACHINE_FIELDS)}
+        raise CatalogViolation(RuleCode.CAL_MACHINE_UNKNOWN, figures)
+    for name in MACHINE_FIELDS:
+        if not isinstance(table.get(name), str) or not table[name].strip():
+            raise CatalogViolation(RuleCode.CAL_MACHINE_FIELD, {"where": where, "field": name})
+    if not _iso_date(table["date"]):
+        raise CatalogViolation(RuleCode.CAL_MACHINE_DATE, {"where": where, "value": table["date"]})
+    return {k: table[k] for k in MACHINE_FIELDS}
+
+
+def _iso_date(text: str) -> bool:
+    """Whether ``text`` is a calendar date as ``calibrate`` writes it (YYYY-MM-DD; fromisoformat
+    alone also takes 20261201 and week dates)."""
+    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
+        return False
+    try:
+        datetime.date.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
+
+
+def device_entry(device: str, catalog: Catalog) -> GPUSpec | None:
+    """The catalog entry an NVML device name is: the one whose ``device_name`` it is, else the
+    name matcher's where one entry alone fits (``trainplan detect``'s rule, without the memory);
+    None for a name the catalog does not know (an unlisted variant ``--gpu`` named)."""
+    named = next((g for g in catalog.gpus.values() if g.device_name == device), None)
+    return named or match_gpu_name(device, None, catalog)
+
+
+def check_device(device: str, gpu: GPUSpec, catalog: Catalog, where: str) -> None:
+    """Refuse rates measured on ``device`` written for ``gpu`` where the device is another catalog
+    entry (calib50 M3: A100 rates under [gpus.h100-sxm] were applied unsaid); a CPU's rates are a
+    format check (``measured_on_cpu``) and pass."""
+    if measured_on_cpu(device) or device == gpu.device_name:
+        return
+    other = device_entry(device, catalog)
+    if other is not None and other.id != gpu.id:
+        figures = {"where": where, "device": device, "other": other.id, "gpu": gpu.id}
+        raise CatalogViolation(RuleCode.CAL_DEVICE, figures)
 
 
 @dataclass(frozen=True)
@@ -211,6 +257,7 @@ def apply_file(catalog: Catalog, calibration: CalibrationFile, path: Path) -> Ca
             raise CatalogViolation(RuleCode.CAL_UNKNOWN_GPU, figures) from None
         if gpu_id in calibration.rates and calibration.machine is not None:
             m = calibration.machine
+            check_device(m["device"], gpu, catalog, f"{path} [gpus.{gpu_id}]")
             source = (
                 f"MEASURED: trainplan calibrate on {m['host']} ({m['device']}, driver {m['driver']},"
                 f" {m['software']}), {m['date']}; file {path.name}"

@@ -81,6 +81,40 @@ def test_malformed_files(tmp_path):
         read_calibration(tmp_path / "missing.toml")
 
 
+@pytest.mark.parametrize(
+    "machine, message",
+    [
+        ({"date": "2031-13-45"}, r"field 'machine.date': expected a date YYYY-MM-DD, got '2031-13-45'"),
+        ({"date": "yesterday"}, r"field 'machine.date': expected a date YYYY-MM-DD, got 'yesterday'"),
+        ({"date": "20261201"}, r"field 'machine.date': expected a date YYYY-MM-DD"),
+        ({"rack": "r7"}, r"field 'machine.rack': unknown \(expected host, device, driver, date, software\)"),
+        (
+            {"device": "NVIDIA A100-SXM4-80GB"},  # the A100's device_name
+            r"\[gpus.h100-sxm\]: \[machine\] device 'NVIDIA A100-SXM4-80GB' is a100-80gb-sxm, not h100-sxm",
+        ),
+        ({"device": "NVIDIA H200"}, r"device 'NVIDIA H200' is h200-sxm, not h100-sxm"),
+    ],
+)
+def test_a_machine_table_is_checked_as_strictly_as_the_rates(tmp_path, machine, message):
+    """calib50 L3 and M3: a bad date, an unknown [machine] key and another GPU's device passed."""
+    path = tmp_path / "cal.toml"
+    write_calibration(path, CalibrationFile(MACHINE, {"h100-sxm": {"gemm_bf16_tflops_achieved": 600.0}}))
+    table = "\n".join(f'{k} = "{v}"' for k, v in {**MACHINE, **machine}.items())
+    path.write_text(path.read_text().replace(path.read_text().split("\n\n")[0], "[machine]\n" + table))
+    with pytest.raises(CatalogError, match=message) as info:
+        apply_calibration(load_catalog(), path)
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("device", ["NVIDIA H100 80GB HBM3", "NVIDIA H100 64GB HBM3", "CPU (x86_64)"])
+def test_the_tables_own_device_an_unlisted_variant_and_a_cpu_pass(tmp_path, device):
+    path = write_calibration(
+        tmp_path / "c.toml",
+        CalibrationFile({**MACHINE, "device": device}, {"h100-sxm": {"hbm_copy_tbps_achieved": 3.0}}),
+    )
+    assert apply_calibration(load_catalog(), path).gpu("h100-sxm").rates.copy_bandwidth_bytes_per_s == 3e12
+
+
 # ----------------------------------------------------------------------------- measured job corrections
 
 JOB = dict(

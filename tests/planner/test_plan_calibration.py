@@ -20,7 +20,9 @@ from planner.model.stacks import Stack
 from planner.plan import Plan
 from planner.plan_calibration import CalibrationMachine, RateChange
 
-MACHINE = dict(host="node-1", device="NVIDIA H100 80GB HBM3", driver="570.86", date="2026-12-01", software="torch 2.11")
+# A device no catalog entry is: one [machine] above two GPUs' rates (a known device under another
+# GPU's table is refused, calib50 M3).
+MACHINE = dict(host="node-1", device="NVIDIA test rig", driver="570.86", date="2026-12-01", software="torch 2.11")
 JOB = MeasuredJob(
     compute_time_factor=1.25,
     memory_factor=1.1,

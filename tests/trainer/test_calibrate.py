@@ -134,3 +134,28 @@ def test_rates_another_machine_measured_are_not_dropped_unsaid(tmp_path, capsys)
     err = capsys.readouterr().err
     assert "the measured rates of h100-sxm were dropped: node-17 (NVIDIA H100 80GB HBM3) measured them" in err
     assert set(read_calibration(path).rates) == {"a100-80gb-sxm"}
+
+
+@pytest.mark.parametrize(
+    "gpu, nvml, expected",
+    [
+        (None, "NVIDIA H100 80GB HBM3", "h100-sxm"),
+        ("h100-sxm", "NVIDIA H100 80GB HBM3", "h100-sxm"),
+        ("h100-sxm", "NVIDIA H100 64GB HBM3", "h100-sxm"),  # a variant NVML matches to no entry: --gpu names it
+        ("h100-sxm", "NVIDIA A100-SXM4-80GB", "--gpu h100-sxm: this GPU (NVIDIA A100-SXM4-80GB) is a100-80gb-sxm"),
+        (None, "NVIDIA H100 64GB HBM3", "--gpu: this GPU matches no catalog entry"),
+    ],
+)
+def test_calibrate_writes_rates_for_the_entry_the_device_is(gpu, nvml, expected):
+    """calib50 M3: --gpu overrode NVML's match unchecked, so an A100's rates could be written as an H100's."""
+    from planner.catalog.hardware import load_catalog
+    from ui.calibration import gpu_to_calibrate
+
+    catalog = load_catalog()
+    memory = {"H100 80GB": 80 * 2**30, "A100-SXM4-80GB": 80 * 2**30, "H100 64GB": 64 * 2**30}
+    memory_bytes = next(v for k, v in memory.items() if k in nvml)
+    if expected.startswith("--gpu"):
+        with pytest.raises(ValueError, match=expected.replace("(", r"\(").replace(")", r"\)")):
+            gpu_to_calibrate(gpu, nvml, memory_bytes, catalog)
+    else:
+        assert gpu_to_calibrate(gpu, nvml, memory_bytes, catalog) == expected

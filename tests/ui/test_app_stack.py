@@ -226,12 +226,13 @@ def test_a_calibration_file_reaches_the_plan_and_names_its_machine(tmp_path):
     # a file for the other GPU only, and slower: the plan keeps the catalog's rates, and says so
     other = next(g for g in GPUS if g != base.gpu)
     slow = rate_file_values(load_catalog().gpu(other).rates)["gemm_bf16_tflops_achieved"] * 0.8
+    machine = dict(MACHINE, device=load_catalog().gpu(other).device_name)  # measured on that GPU (calib50 M3)
     path = write_calibration(
-        tmp_path / "slow.toml", CalibrationFile(MACHINE, {other: {"gemm_bf16_tflops_achieved": slow}})
+        tmp_path / "slow.toml", CalibrationFile(machine, {other: {"gemm_bf16_tflops_achieved": slow}})
     )
     upload(at, path)
     assert headline(at) == shown_card(base)
-    line = EN("calibration_elsewhere", gpu=base.gpu, gpus=other, name="slow.toml", **MACHINE)
+    line = EN("calibration_elsewhere", gpu=base.gpu, gpus=other, name="slow.toml", **machine)
     assert line in [c.value for c in at.caption]
 
 
@@ -295,11 +296,16 @@ def test_a_malformed_calibration_file_is_one_error_and_the_plain_plan(tmp_path, 
 
 # --------------------------------------------------------------------------- without Streamlit
 
+MACHINE_TABLE = "[machine]\n" + "".join(f'{k} = "{v}"\n' for k, v in MACHINE.items())
+RATE_TABLE = "\n[gpus.h100-sxm]\ngemm_bf16_tflops_achieved = 700\n"
 BROKEN = {  # a calibration file breaking each rule CALIBRATION_REASONS words in 中文
     RuleCode.CAL_TOML: "[machine\n",
     RuleCode.CAL_UNKNOWN_TABLE: "[other]\n",
     RuleCode.CAL_MISSING_TABLE: "[gpus.h100-sxm]\ngemm_bf16_tflops_achieved = 700\n",
     RuleCode.CAL_MACHINE_FIELD: '[machine]\nhost = "a"\n\n[gpus.h100-sxm]\ngemm_bf16_tflops_achieved = 700\n',
+    RuleCode.CAL_MACHINE_UNKNOWN: f'{MACHINE_TABLE}rack = "r7"\n\n[gpus.h100-sxm]\ngemm_bf16_tflops_achieved = 700\n',
+    RuleCode.CAL_MACHINE_DATE: MACHINE_TABLE.replace("2026-11-30", "yesterday") + RATE_TABLE,
+    RuleCode.CAL_DEVICE: MACHINE_TABLE.replace(MACHINE["device"], "NVIDIA A100-SXM4-80GB") + RATE_TABLE,
     RuleCode.CAL_UNKNOWN_GPU: {"h900": {"gemm_bf16_tflops_achieved": 700.0}},
     RuleCode.CAL_NOT_A_RATE: {"h100-sxm": {"gemm_tflops": 700.0}},
     RuleCode.CAL_OVER_CEILING: {"h100-sxm": {"gemm_bf16_tflops_achieved": 5000.0}},
