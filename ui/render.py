@@ -13,6 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from planner.accuracy.memory_band import memory_words
+from planner.catalog.calibration import cpu_measured_gpus
 from planner.catalog.held_price import rate_words
 from planner.catalog.prices import PriceBasis
 from planner.estimate_parts import MemoryTerms, PeakMoment, TimeTerms, term_words
@@ -247,6 +248,8 @@ def summary_lines(p: Plan) -> list[str]:
             lines.append(escape(point_outside_line(u.point_outside)))
         if u.memory is not None:  # trial s38: plans at 94-99 % of a GPU had no memory band
             lines.append(escape(f"memory accuracy: {memory_words(u.memory)}"))
+    elif p.calibration is not None and p.gpu in cpu_measured_gpus(p.calibration):  # calib50 M4
+        lines.append(escape(f"accuracy: none: {p.gpu}'s rates were measured on a CPU (a format check)"))
     if e.ceiling is not None and e.ceiling.binding:
         lines.append(escape(ceiling_line(e)))
     elif (lifted := ceiling_lifted_line(e)) is not None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from planner import accuracy
 from planner.accuracy.ceiling import ceiling_regime, coarse_experts
+from planner.catalog.calibration import rates_timed_on_cpu
 from planner.catalog.hardware import Catalog, GPUSpec
 from planner.job_fit import measured_job_use, shape_words
 from planner.layout import Layout, TrainingConfig
@@ -67,9 +68,11 @@ def judged_estimate(
         mfu_ceiling=None if ceiling is None else ceiling.mfu,
         stack=Stack(stack),
     )
+    # rates a CPU measured (a calibration file's format check): no band describes such figures
+    band = None if rates_timed_on_cpu(gpu) else accuracy.uncertainty(est, regime, ceiling, job)
     return est.model_copy(
         update={
-            "uncertainty": accuracy.uncertainty(est, regime, ceiling, job),
+            "uncertainty": band,
             "ceiling": accuracy.efficiency_ceiling(regime_ceiling if by_rates else ceiling, est, lifted=by_rates),
         }
     )

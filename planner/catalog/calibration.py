@@ -51,7 +51,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from planner.catalog.achievable import rate_file_values
+from planner.catalog.achievable import RATE_FIELD_NAMES, rate_file_values
 from planner.catalog.detect import match_gpu_name
 from planner.catalog.hardware import Catalog, with_rates
 from planner.catalog.measured_job import MeasuredJob
@@ -241,6 +241,21 @@ def cpu_measured_gpus(record: PlanCalibration) -> tuple[str, ...]:
     return record.rate_gpus
 
 
+RATE_SOURCE_PREFIX = "MEASURED: trainplan calibrate on "  # a file's rates' source (apply_file): host (device, ...
+
+
+def rates_timed_on_cpu(gpu: GPUSpec) -> bool:
+    """Whether a calibration file measured on a CPU set any of ``gpu``'s kernel rates (their
+    source, as ``apply_file`` writes it, names the device): its figures are a format check's, so
+    they carry no accuracy band (calib50 M4: a 3,862 s step stood beside "mean |error| 3.5%")."""
+    mark = f" ({CPU_DEVICE_PREFIX}"
+    return any(
+        source.startswith(RATE_SOURCE_PREFIX) and mark in source
+        for name, source in gpu.sources.items()
+        if name in RATE_FIELD_NAMES
+    )
+
+
 def apply_calibration(catalog: Catalog, path: Path) -> Catalog:
     """The catalog with each named GPU's rates replaced by the file's measurements."""
     return calibrate(catalog, path).catalog
@@ -259,7 +274,7 @@ def apply_file(catalog: Catalog, calibration: CalibrationFile, path: Path) -> Ca
             m = calibration.machine
             check_device(m["device"], gpu, catalog, f"{path} [gpus.{gpu_id}]")
             source = (
-                f"MEASURED: trainplan calibrate on {m['host']} ({m['device']}, driver {m['driver']},"
+                f"{RATE_SOURCE_PREFIX}{m['host']} ({m['device']}, driver {m['driver']},"
                 f" {m['software']}), {m['date']}; file {path.name}"
             )
             gpu = with_rates(gpu, calibration.rates[gpu_id], source, f"{path} [gpus.{gpu_id}]")

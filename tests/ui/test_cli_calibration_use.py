@@ -70,3 +70,22 @@ def test_fp8_and_collective_rates_a_bf16_single_gpu_plan_does_not_use(tmp_path, 
         ("gemm_fp8_tflops_achieved", "the plan's GEMMs run in bf16"),
         ("scaleup_busbw_gbyte_per_s_achieved", "a single GPU runs no collective"),
     ]
+
+
+def test_rates_a_cpu_measured_give_figures_without_an_accuracy_band(tmp_path, capsys):
+    """calib50 M4: a CPU-timed file (a format check) gave a 3,862 s step with "mean |error| 3.5%"."""
+    cpu = dict(MACHINE, device="CPU (x86_64)", driver="none (cpu)")
+    path = write_calibration(
+        tmp_path / "cpu.toml", CalibrationFile(cpu, {"h100-sxm": {"gemm_bf16_tflops_achieved": 0.2}})
+    )
+    data = _estimate(capsys, "--calibration", str(path))
+    assert data["uncertainty"] is None and data["time"]["step_s"] > 100
+    assert _estimate(capsys, "--no-calibration")["uncertainty"] is not None
+    assert main([*ESTIMATE, "--calibration", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "accuracy: none: h100-sxm's rates were measured on a CPU (a format check)" in out.splitlines()
+    assert "band" not in out and "mean |error|" not in out
+    # a GPU the file does not touch keeps its band
+    a100 = ["--calibration", str(path), "--gpu", "a100-80gb-sxm"]
+    assert main([*ESTIMATE[:3], *ESTIMATE[5:], *a100, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["uncertainty"] is not None
