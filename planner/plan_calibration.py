@@ -6,7 +6,7 @@ app, the CLI and the trainer unchanged.
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from planner.frozen import FROZEN
 
@@ -40,6 +40,22 @@ class RateChange(BaseModel):
         return f"{name} {self.catalog:,.4g} -> {self.measured:,.4g} ({self.measured / self.catalog - 1:+.0%})"
 
 
+class CollectiveFit(BaseModel):
+    """How well the ring model fitted the collectives behind a file's ``scaleup_*`` rates
+    (``trainplan calibrate --collectives``; file fields ``scaleup_fit_rms``, ``scaleup_fit_ranks``):
+    the rms relative error of the fitted times against the timed samples, and the ranks timed
+    (calib50 M5: a 58 % fit over 2 ranks was kept unsaid and applied to 8-GPU nodes)."""
+
+    model_config = FROZEN
+    rms: float = Field(ge=0, allow_inf_nan=False)
+    ranks: int = Field(ge=2)
+
+    @property
+    def words(self) -> str:
+        """'collectives fitted over 2 ranks, rms error 58%'."""
+        return f"collectives fitted over {self.ranks} ranks, rms error {self.rms:.0%}"
+
+
 class CalibratedGpu(BaseModel):
     """One catalog entry a calibration file overrode: its rate fields (file names, e.g.
     ``gemm_bf16_tflops_achieved``), each with the catalog's figure and the file's (``changes``; none
@@ -50,6 +66,7 @@ class CalibratedGpu(BaseModel):
     rates: tuple[str, ...] = ()
     measured_job: bool = False
     changes: tuple[RateChange, ...] = ()
+    collective_fit: CollectiveFit | None = None  # None: no collectives fitted (or a file before session 51)
 
 
 class PlanCalibration(BaseModel):

@@ -8,13 +8,18 @@ only ever gets a path or a catalog (planner/ reads no environment).
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ui import render, render_calibration
+
+if TYPE_CHECKING:
+    from planner.plan_calibration import CollectiveFit
 
 CALIBRATION_FILE = Path("trainplan") / "calibration.toml"
 
@@ -134,9 +139,11 @@ def run_calibration(
         raise ValueError("--collectives 1: a collective needs at least 2 devices")
     values = measure(target, quick, render.progress_line)
     interrupted = False
+    fits: dict[str, CollectiveFit] = {}
     if ranks > 1:
         try:
-            values = {**values, **_collective_rates(target.type, ranks, quick)}
+            ring, fits[gpu_id] = _collective_rates(target.type, ranks, quick)
+            values = {**values, **ring}
         except KeyboardInterrupt:  # trial s38: the kernel rates measured before it were lost
             interrupted = True
     machine = machine_info(target, driver)
@@ -147,6 +154,7 @@ def run_calibration(
         )
         # Other GPUs' rates keep their provenance only when [machine] still names who measured them.
         rates = {**(existing.rates if same_machine else {}), **rates}
+        fits = {**{g: f for g, f in existing.fits.items() if g in rates and g != gpu_id}, **fits}
         if dropped := [g for g in existing.rates if g not in rates]:  # calib50 M1: they went unsaid
             assert existing.machine is not None  # rates are written with their [machine]
             render.warn(
@@ -158,7 +166,7 @@ def run_calibration(
         jobs = {g: job for g, job in existing.jobs.items() if g != gpu_id}
         if gpu_id in existing.jobs:
             render.warn(f"{out}: the measured job correction of {gpu_id} was dropped (fitted against the old rates)")
-    path = _write(out, CalibrationFile(machine, rates, jobs))
+    path = _write(out, CalibrationFile(machine, rates, jobs, fits))
     render_calibration.calibrated(path, gpu_id, values)
     if target.type == "cpu":
         render.warn(cpu_rates_warning(path, (gpu_id,)))
@@ -167,20 +175,38 @@ def run_calibration(
         raise KeyboardInterrupt
 
 
-def _collective_rates(device_type: str, ranks: int, quick: bool) -> dict[str, float]:
-    """The scale-up collective fields (file units) from a ring fit of timed collectives."""
-    from planner.model.comm import fit_ring
+def _collective_rates(device_type: str, ranks: int, quick: bool) -> tuple[dict[str, float], CollectiveFit]:
+    """The scale-up collective fields (file units) from a ring fit of timed collectives, and the
+    fit's record (a CollectiveFit: its rms error and ranks, kept in the file)."""
+    from planner.model.comm import MAX_RING_FIT_RMS, fit_ring
     from planner.model.settings import DEFAULT_SETTINGS
+    from planner.plan_calibration import CollectiveFit
     from trainer.calibrate_comm import measure_collectives
 
     render.progress_line(0, 1, f"all-reduce, all-gather, reduce-scatter over {ranks} {device_type} ranks")
     samples = measure_collectives(device_type, ranks, quick)
     fit = fit_ring(samples, DEFAULT_SETTINGS.collective_base_latency_s)
-    render.progress_line(1, 1, f"ring fit: rms error {fit.rms_relative_error:.0%} over {len(samples)} samples")
-    return {
+    said = f"ring fit: rms error {fit.rms_relative_error:.0%} over {len(samples)} samples"
+    render.progress_line(1, 1, said)
+    record = CollectiveFit(rms=fit.rms_relative_error, ranks=ranks)
+    if record.rms > MAX_RING_FIT_RMS:
+        render.warn(poor_fit_warning(record, len(samples)))
+    rates = {
         "scaleup_busbw_gbyte_per_s_achieved": fit.bandwidth / 1e9,
         "scaleup_step_latency_us_achieved": fit.step_latency_s * 1e6,
     }
+    return rates, record
+
+
+def poor_fit_warning(fit: CollectiveFit, samples: int) -> str:
+    """One line: a collective fit (a CollectiveFit) past ``MAX_RING_FIT_RMS`` on its own samples."""
+    from planner.model.comm import MAX_RING_FIT_RMS
+
+    return (
+        f"ring fit: rms error {fit.rms:.0%} over {samples} samples on {fit.ranks} ranks, past the"
+        f" {MAX_RING_FIT_RMS:.0%} a fit on an idle node reaches: the scaleup_* rates describe these timings"
+        " poorly (a loaded node, or a link the ring model does not describe); measure again, or drop them"
+    )
 
 
 def _write(out: Path, calibration) -> Path:
@@ -269,7 +295,7 @@ def calibrate_from_job(job_dir: Path, gpu: str | None, out: Path | None) -> None
         name=job.name,
         date=datetime.date.today().isoformat(),
     )
-    path = _write(out, CalibrationFile(existing.machine, existing.rates, {**existing.jobs, plan.gpu: measured}))
+    path = _write(out, dataclasses.replace(existing, jobs={**existing.jobs, plan.gpu: measured}))
     render_calibration.job_calibrated(path, plan.gpu, measured, measured_in, plan.estimate.time.step_s)
 
 

@@ -54,6 +54,8 @@ def _overrides(gpu: CalibratedGpu, unused: tuple[UnusedRate, ...] = ()) -> str:
         rates = f"{len(gpu.rates) - len(skipped)} of {rates} used"
     if changes:
         rates += f" ({'; '.join(c.words for c in changes)})"
+    if gpu.collective_fit is not None:  # calib50 M5: how far to trust the scaleup_* rates
+        rates += f"; {gpu.collective_fit.words}"
     for reason in dict.fromkeys(u.reason for u in unused):  # grouped by reason, in file order
         names = ", ".join(u.field.removesuffix("_achieved") for u in unused if u.reason == reason)
         rates += f"; unused: {names} ({reason})"

@@ -19,6 +19,10 @@ Format (TOML; the achievable-rate fields of docs/hardware.md, in the same units)
     cudnn_attention_fwd_tflops_achieved = 571.0
     cudnn_attention_bwd_tflops_achieved = 488.5
     hbm_copy_tbps_achieved = 4.27
+    scaleup_busbw_gbyte_per_s_achieved = 372.4
+    scaleup_step_latency_us_achieved = 4.1
+    scaleup_fit_rms = 0.031
+    scaleup_fit_ranks = 8
     job_compute_time_factor = 1.083
     job_memory_factor = 1.021
     job_name = "llama-8b"
@@ -30,7 +34,8 @@ Format (TOML; the achievable-rate fields of docs/hardware.md, in the same units)
     job_predicted_peak_gib = 60.0
 
 Every rate becomes a MEASURED rate sourced with the machine, driver and date; the catalog's own
-checks apply (at most the datasheet figure). The ``job_*`` fields are one ``MeasuredJob``
+checks apply (at most the datasheet figure). The ``scaleup_fit_*`` fields are the ``scaleup_*`` rates' ring fit (``CollectiveFit``: its rms
+error and ranks); the ``job_*`` fields are one ``MeasuredJob``
 (planner/catalog/measured_job.py); ``[machine]`` is needed only where a table has rates. No
 torch here: the measuring lives in trainer/.
 
@@ -58,10 +63,11 @@ from planner.catalog.measured_job import MeasuredJob
 from planner.catalog.specs import GPUSpec
 from planner.errors import CatalogError, CatalogViolation, RuleCode, RuleViolation
 from planner.limits import read_input
-from planner.plan_calibration import CalibratedGpu, CalibrationMachine, PlanCalibration, RateChange
+from planner.plan_calibration import CalibratedGpu, CalibrationMachine, CollectiveFit, PlanCalibration, RateChange
 
 MACHINE_FIELDS = tuple(CalibrationMachine.model_fields)  # host, device, driver, date, software
 JOB_PREFIX = "job_"  # file field job_<name> = MeasuredJob.<name>
+FIT_PREFIX = "scaleup_fit_"  # file field scaleup_fit_<name> = CollectiveFit.<name>
 
 
 @dataclass(frozen=True)
@@ -71,6 +77,7 @@ class CalibrationFile:
     machine: dict[str, str] | None  # None: the file holds only job corrections
     rates: dict[str, dict[str, float]] = field(default_factory=dict)  # gpu id -> rate fields (file units)
     jobs: dict[str, MeasuredJob] = field(default_factory=dict)  # gpu id -> its measured job
+    fits: dict[str, CollectiveFit] = field(default_factory=dict)  # gpu id -> its scaleup_* rates' fit
 
     @property
     def gpu_ids(self) -> tuple[str, ...]:
@@ -85,13 +92,14 @@ def _table(raw: dict[str, Any], key: str, where: str) -> dict[str, Any]:
     return value
 
 
-def _measured_job(values: dict[str, Any], where: str) -> MeasuredJob:
-    fields_ = {name.removeprefix(JOB_PREFIX): value for name, value in values.items()}
+def _prefixed(kind: type[MeasuredJob] | type[CollectiveFit], prefix: str, values: dict[str, Any], where: str):
+    """The ``prefix``-named fields of a table as one ``kind`` record; CatalogError naming the field."""
+    fields_ = {name.removeprefix(prefix): value for name, value in values.items()}
     try:
-        return MeasuredJob.model_validate(fields_)
+        return kind.model_validate(fields_)
     except ValidationError as exc:
         error = exc.errors()[0]
-        name = JOB_PREFIX + ".".join(str(part) for part in error["loc"])
+        name = prefix + ".".join(str(part) for part in error["loc"])
         raise CatalogError(f"{where}: field '{name}': {error['msg']}") from None
 
 
@@ -123,19 +131,25 @@ def parse_calibration(data: bytes, where: str) -> CalibrationFile:
     gpus = _table(raw, "gpus", where)
     if not gpus:
         raise CatalogError(f"{where}: no [gpus.<id>] table")
-    rates, jobs = {}, {}
+    rates, jobs, fits = {}, {}, {}
     for gpu_id, values in gpus.items():
         if not isinstance(values, dict) or not values:
             raise CatalogError(f"{where}: table [gpus.{gpu_id}]: expected rate or job_* fields")
+        table = f"{where}: table [gpus.{gpu_id}]"
         job = {k: v for k, v in values.items() if k.startswith(JOB_PREFIX)}
+        fit = {k: v for k, v in values.items() if k.startswith(FIT_PREFIX)}
         if job:
-            jobs[gpu_id] = _measured_job(job, f"{where}: table [gpus.{gpu_id}]")
-        if len(job) < len(values):
-            rates[gpu_id] = {k: v for k, v in values.items() if k not in job}
+            jobs[gpu_id] = _prefixed(MeasuredJob, JOB_PREFIX, job, table)
+        if fit:
+            if not any(k.startswith("scaleup_") and k not in fit for k in values):
+                raise CatalogError(f"{table}: {FIT_PREFIX}* fields without the scaleup_* rates they describe")
+            fits[gpu_id] = _prefixed(CollectiveFit, FIT_PREFIX, fit, table)
+        if len(job) + len(fit) < len(values):
+            rates[gpu_id] = {k: v for k, v in values.items() if k not in job and k not in fit}
     machine = None
     if rates or "machine" in raw:  # measured kernel rates name the machine they were measured on
         machine = _machine(_table(raw, "machine", where), where)
-    return CalibrationFile(machine, rates, jobs)
+    return CalibrationFile(machine, rates, jobs, fits)
 
 
 def _machine(table: dict[str, Any], where: str) -> dict[str, str]:
@@ -209,6 +223,7 @@ def calibration_record(catalog: Catalog, calibration: CalibrationFile, data: byt
             rates=tuple(calibration.rates.get(gpu_id, {})),
             measured_job=gpu_id in calibration.jobs,
             changes=rate_changes(catalog, gpu_id, calibration.rates.get(gpu_id, {})),
+            collective_fit=calibration.fits.get(gpu_id),
         )
         for gpu_id in calibration.gpu_ids
     )
@@ -300,6 +315,8 @@ def write_calibration(path: Path, calibration: CalibrationFile) -> Path:
     for gpu_id in calibration.gpu_ids:
         lines.append(f"[gpus.{gpu_id}]")
         lines += [f"{k} = {value(v)}" for k, v in calibration.rates.get(gpu_id, {}).items()]
+        if (fit := calibration.fits.get(gpu_id)) is not None:
+            lines += [f"{FIT_PREFIX}{k} = {v:.6g}" for k, v in fit.model_dump().items()]
         if (job := calibration.jobs.get(gpu_id)) is not None:
             lines += [f"{JOB_PREFIX}{k} = {value(v)}" for k, v in job.model_dump().items()]
         lines.append("")

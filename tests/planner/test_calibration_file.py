@@ -115,6 +115,41 @@ def test_the_tables_own_device_an_unlisted_variant_and_a_cpu_pass(tmp_path, devi
     assert apply_calibration(load_catalog(), path).gpu("h100-sxm").rates.copy_bandwidth_bytes_per_s == 3e12
 
 
+def test_a_collective_fit_round_trips_and_its_record_names_it(tmp_path):
+    """calib50 M5: the fit's rms error and rank count were neither kept nor shown."""
+    from planner.catalog.calibration import calibrate
+    from planner.plan_calibration import CollectiveFit
+
+    rates = {"scaleup_busbw_gbyte_per_s_achieved": 300.0, "scaleup_step_latency_us_achieved": 5.0}
+    fit = CollectiveFit(rms=0.58, ranks=2)
+    path = write_calibration(tmp_path / "c.toml", CalibrationFile(MACHINE, {"h100-sxm": rates}, fits={"h100-sxm": fit}))
+    read = read_calibration(path)
+    assert read.fits == {"h100-sxm": fit} and read.rates == {"h100-sxm": rates}
+    entry = calibrate(load_catalog(), path).record.entry("h100-sxm")
+    assert entry is not None and entry.collective_fit == fit and entry.rates == tuple(rates)
+    assert fit.words == "collectives fitted over 2 ranks, rms error 58%"
+
+
+@pytest.mark.parametrize(
+    "fields, message",
+    [
+        ("scaleup_fit_rms = -0.1\nscaleup_fit_ranks = 2\n", "field 'scaleup_fit_rms': Input should be greater"),
+        ("scaleup_fit_rms = 0.1\nscaleup_fit_ranks = 1\n", "field 'scaleup_fit_ranks': Input should be greater"),
+        ("scaleup_fit_rms = 0.1\n", "field 'scaleup_fit_ranks': Field required"),
+    ],
+)
+def test_bad_collective_fit_fields_are_one_line_errors(tmp_path, fields, message):
+    rates = {"scaleup_busbw_gbyte_per_s_achieved": 300.0}
+    path = write_calibration(tmp_path / "c.toml", CalibrationFile(MACHINE, {"h100-sxm": rates}))
+    path.write_text(path.read_text() + fields)
+    with pytest.raises(CatalogError, match=message):
+        read_calibration(path)
+    alone = _file(tmp_path, {"h100-sxm": {"gemm_bf16_tflops_achieved": 600.0}}, "alone.toml")
+    alone.write_text(alone.read_text() + "scaleup_fit_rms = 0.1\nscaleup_fit_ranks = 2\n")
+    with pytest.raises(CatalogError, match="scaleup_fit_\\* fields without the scaleup_\\* rates they describe"):
+        read_calibration(alone)
+
+
 # ----------------------------------------------------------------------------- measured job corrections
 
 JOB = dict(

@@ -111,6 +111,8 @@ def test_calibrate_times_collectives_over_two_gloo_processes(tmp_path, capsys):
     args = ["calibrate", "--device", "cpu", "--gpu", "h100-sxm", "--quick", "--collectives", "2", "--out", str(path)]
     assert main(args) == 0
     assert "ring fit: rms error" in capsys.readouterr().err
+    fit = read_calibration(path).fits["h100-sxm"]  # calib50 M5: the fit's error and ranks are kept
+    assert fit.ranks == 2 and fit.rms >= 0
     rates = read_calibration(path).rates["h100-sxm"]
     assert 0 < rates["scaleup_busbw_gbyte_per_s_achieved"] < 450 and rates["scaleup_step_latency_us_achieved"] >= 0
     gpu = apply_calibration(load_catalog(), path).gpu("h100-sxm")
@@ -159,3 +161,24 @@ def test_calibrate_writes_rates_for_the_entry_the_device_is(gpu, nvml, expected)
             gpu_to_calibrate(gpu, nvml, memory_bytes, catalog)
     else:
         assert gpu_to_calibrate(gpu, nvml, memory_bytes, catalog) == expected
+
+
+@pytest.mark.parametrize("spread, warned", [(0.0, False), (0.8, True)])
+def test_a_collective_fit_past_its_threshold_is_warned_of(monkeypatch, capsys, spread, warned):
+    """calib50 M5: a 58 % ring fit was written without a word."""
+    import trainer.calibrate_comm
+    from planner.model.comm import MAX_RING_FIT_RMS, CollectiveSample
+    from ui.calibration import _collective_rates
+
+    def timed(device_type, ranks, quick):  # a 100 GB/s ring, each sample off by +-spread
+        sizes = [2.0**20, 2.0**24, 2.0**28, 2.0**30]
+        return [
+            CollectiveSample("all_gather", n, 2, (1e-5 + n / 2 / 100e9) * (1 + spread * (-1) ** i))
+            for i, n in enumerate(sizes)
+        ]
+
+    monkeypatch.setattr(trainer.calibrate_comm, "measure_collectives", timed)
+    rates, fit = _collective_rates("cpu", 2, True)
+    assert fit.ranks == 2 and (fit.rms > MAX_RING_FIT_RMS) == warned and rates["scaleup_busbw_gbyte_per_s_achieved"] > 0
+    err = capsys.readouterr().err
+    assert (f"past the {MAX_RING_FIT_RMS:.0%} a fit on an idle node reaches" in err) == warned

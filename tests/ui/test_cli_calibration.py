@@ -171,12 +171,17 @@ def test_calibrate_from_a_job_makes_the_next_estimate_start_from_it(tmp_path, ca
 
 
 def test_calibrate_from_keeps_the_kernel_rates_and_fits_against_them(tmp_path, capsys):
-    path = _default_file({"gemm_bf16_tflops_achieved": 600.0})
+    from planner.plan_calibration import CollectiveFit
+
+    rates = {"gemm_bf16_tflops_achieved": 600.0, "scaleup_busbw_gbyte_per_s_achieved": 300.0}
+    fit = {"h100-sxm": CollectiveFit(rms=0.05, ranks=8)}
+    default_calibration_path().parent.mkdir(parents=True)
+    path = write_calibration(default_calibration_path(), CalibrationFile(MACHINE, {"h100-sxm": rates}, fits=fit))
     job_dir = _job_dir(tmp_path)
     assert main(["calibrate", "--calibrate-from", str(job_dir), "--gpu", "h100-sxm"]) == 0
     read = read_calibration(path)
-    assert read.machine == MACHINE and read.rates == {"h100-sxm": {"gemm_bf16_tflops_achieved": 600.0}}
-    assert set(read.jobs) == {"h100-sxm"}
+    assert read.machine == MACHINE and read.rates == {"h100-sxm": rates}
+    assert set(read.jobs) == {"h100-sxm"} and read.fits == fit  # the collective fit's record stays too
     measured = RunReport.load(job_dir / "report.json").measured
     capsys.readouterr()
     assert _json(capsys, *ESTIMATE)["time"]["step_s"] == pytest.approx(measured.step_s, rel=1e-5)
@@ -249,6 +254,7 @@ def test_a_saved_plan_records_its_calibration_and_the_cli_says_so(tmp_path, caps
             "measured_job": False,
             # calib50 H3: each rate beside the catalog's (the H100's HBM copy rate is derived, not listed)
             "changes": [{"field": "hbm_copy_tbps_achieved", "catalog": None, "measured": 2.0}],
+            "collective_fit": None,  # calib50 M5: none fitted
         }
     ]
     recorded = json.loads(saved.read_text())["calibration"]

@@ -89,3 +89,16 @@ def test_rates_a_cpu_measured_give_figures_without_an_accuracy_band(tmp_path, ca
     a100 = ["--calibration", str(path), "--gpu", "a100-80gb-sxm"]
     assert main([*ESTIMATE[:3], *ESTIMATE[5:], *a100, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["uncertainty"] is not None
+
+
+def test_the_calibration_line_says_how_well_the_collectives_were_fitted(tmp_path, capsys):
+    """calib50 M5: a 58 % fit over 2 ranks was applied to 8-GPU nodes unsaid."""
+    from planner.plan_calibration import CollectiveFit
+
+    rates = {"scaleup_busbw_gbyte_per_s_achieved": 300.0, "scaleup_step_latency_us_achieved": 5.0}
+    fits = {"h100-sxm": CollectiveFit(rms=0.58, ranks=2)}
+    path = write_calibration(tmp_path / "c.toml", CalibrationFile(MACHINE, {"h100-sxm": rates}, fits=fits))
+    line = _line(capsys, "--calibration", str(path))
+    assert "h100-sxm: 2 rates (" in line and "; collectives fitted over 2 ranks, rms error 58%, measured on" in line
+    fit = _estimate(capsys, "--calibration", str(path))["calibration"]["gpus"][0]["collective_fit"]
+    assert fit == {"rms": 0.58, "ranks": 2}
