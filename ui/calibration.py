@@ -102,6 +102,28 @@ def cpu_rates_warning(path: Path, gpus: tuple[str, ...]) -> str:
     )
 
 
+def writable_out(out: Path | None) -> Path:
+    """``--out`` (None: the default file, whose directory is made), checked writable before
+    anything is measured: ValueError naming ``--out`` (calib50 L2: /proc/x.toml failed after the
+    measuring with a raw errno, and /nonexistent/dir was made for --out /nonexistent/dir/x.toml)."""
+    if out is None:
+        out = default_calibration_path()
+        out.parent.mkdir(parents=True, exist_ok=True)  # the default file's directory may not exist yet
+    elif not out.parent.is_dir():
+        raise ValueError(f"--out {out}: no such directory {out.parent}")
+    try:
+        if out.exists():
+            with open(out, "r+b"):  # opened for writing, left as it is
+                pass
+        else:
+            with open(out, "xb"):
+                pass
+            out.unlink()
+    except OSError as exc:
+        raise ValueError(f"--out {out}: cannot write it ({exc.strerror or type(exc).__name__})") from None
+    return out
+
+
 def _existing(path: Path):
     """The file already at ``path`` (merged into, never overwritten blindly), else None."""
     from planner.catalog.calibration import read_calibration
@@ -129,7 +151,7 @@ def run_calibration(
             "--out: needed on a CPU (its rates check the file's format only; in the default file they would"
             " time the GPU at the CPU's speed in every later plan)"
         )
-    out = out or default_calibration_path()
+    out = writable_out(out)
     gpu_id, driver = _calibration_target(gpu, use_cuda)
     gpu_id = load_catalog().gpu(gpu_id).id  # an unknown id fails before anything is measured
     existing = _existing(out)
@@ -147,7 +169,21 @@ def run_calibration(
         except KeyboardInterrupt:  # trial s38: the kernel rates measured before it were lost
             interrupted = True
     machine = machine_info(target, driver)
-    rates, jobs = {gpu_id: values}, {}
+    merged = _merged_into(existing, out, CalibrationFile(machine, {gpu_id: values}, fits=fits))
+    path = _write(out, merged)
+    render_calibration.calibrated(path, gpu_id, values)
+    if target.type == "cpu":
+        render.warn(cpu_rates_warning(path, (gpu_id,)))
+    if interrupted:
+        render.warn(f"collectives interrupted: {path} holds the kernel rates measured before, without them")
+        raise KeyboardInterrupt
+
+
+def _merged_into(existing, out: Path, measured):
+    """``measured`` (a CalibrationFile of one GPU's rates, and their collective fit) merged into the
+    file ``existing`` at ``out`` (None: no file yet), each thing it drops warned of."""
+    (gpu_id,) = measured.rates
+    machine, rates, fits, jobs = measured.machine, measured.rates, measured.fits, {}
     if existing is not None:
         same_machine = existing.machine is not None and all(
             existing.machine[k] == machine[k] for k in ("host", "device")
@@ -166,13 +202,7 @@ def run_calibration(
         jobs = {g: job for g, job in existing.jobs.items() if g != gpu_id}
         if gpu_id in existing.jobs:
             render.warn(f"{out}: the measured job correction of {gpu_id} was dropped (fitted against the old rates)")
-    path = _write(out, CalibrationFile(machine, rates, jobs, fits))
-    render_calibration.calibrated(path, gpu_id, values)
-    if target.type == "cpu":
-        render.warn(cpu_rates_warning(path, (gpu_id,)))
-    if interrupted:
-        render.warn(f"collectives interrupted: {path} holds the kernel rates measured before, without them")
-        raise KeyboardInterrupt
+    return dataclasses.replace(measured, rates=rates, jobs=jobs, fits=fits)
 
 
 def _collective_rates(device_type: str, ranks: int, quick: bool) -> tuple[dict[str, float], CollectiveFit]:
@@ -216,7 +246,6 @@ def _write(out: Path, calibration) -> Path:
     from planner.catalog.hardware import load_catalog
 
     apply_file(load_catalog(), calibration, out)
-    out.parent.mkdir(parents=True, exist_ok=True)  # the default file's directory may not exist yet
     path = write_calibration(out, calibration)
     apply_calibration(load_catalog(), path)
     return path
@@ -269,7 +298,7 @@ def calibrate_from_job(job_dir: Path, gpu: str | None, out: Path | None) -> None
     from planner.model.stacks import STACK_SETTINGS
     from trainer.job_spec import JobSpec
 
-    out = out or default_calibration_path()
+    out = writable_out(out)
     job = JobSpec.load(job_dir)
     plan = job.plan
     if gpu is not None and load_catalog().gpu(gpu).id != plan.gpu:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -182,3 +183,23 @@ def test_a_collective_fit_past_its_threshold_is_warned_of(monkeypatch, capsys, s
     assert fit.ranks == 2 and (fit.rms > MAX_RING_FIT_RMS) == warned and rates["scaleup_busbw_gbyte_per_s_achieved"] > 0
     err = capsys.readouterr().err
     assert (f"past the {MAX_RING_FIT_RMS:.0%} a fit on an idle node reaches" in err) == warned
+
+
+def test_an_unwritable_out_is_refused_before_anything_is_measured(tmp_path, capsys, monkeypatch):
+    """calib50 L2: --out /proc/x.toml failed after measuring with a raw errno, and a missing
+    parent directory was made."""
+    import trainer.calibrate
+
+    def never(*args, **kwargs):
+        raise AssertionError("measured before --out was checked")
+
+    monkeypatch.setattr(trainer.calibrate, "measure", never)
+    outs = {
+        tmp_path / "missing" / "c.toml": f"no such directory {tmp_path / 'missing'}",
+        tmp_path: "cannot write it (Is a directory)",
+        Path("/proc/trainplan-calib.toml"): "cannot write it (No such file or directory)",
+    }
+    for out, reason in outs.items():
+        assert main(["calibrate", "--device", "cpu", "--gpu", "h100-sxm", "--quick", "--out", str(out)]) == 2
+        assert capsys.readouterr().err.strip().splitlines() == [f"trainplan: error: --out {out}: {reason}"]
+    assert not (tmp_path / "missing").exists()
