@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING
 from ui import render, render_calibration
 
 if TYPE_CHECKING:
-    from planner.plan_calibration import CollectiveFit
+    from planner.catalog.calibration import AppliedCalibration
+    from planner.plan_calibration import CollectiveFit, PlanCalibration
 
 CALIBRATION_FILE = Path("trainplan") / "calibration.toml"
 
@@ -38,6 +39,9 @@ class CalibrationChoice:
 
     path: Path
     default: bool  # True: the per-user default file, applied because it exists
+    # The file's record once applied, where a result has no one plan to carry it (portfolio, fleet:
+    # calib50 L4, their line had no hash, GPUs or machine); None: the plan's record says it.
+    record: PlanCalibration | None = None
 
     def as_json(self) -> dict:
         return {"file": str(self.path), "source": "default" if self.default else "--calibration"}
@@ -72,6 +76,16 @@ def plan_file_calibration(given: Path | None, disabled: bool, record) -> Calibra
     if record is None or default is None or str(default.path.expanduser().resolve()) != record.file:
         return None
     return default
+
+
+def choose_and_apply(given: Path | None, disabled: bool) -> tuple[CalibrationChoice | None, AppliedCalibration | None]:
+    """``choose_calibration`` and ``applied_calibration`` for a result of many plans (portfolio,
+    fleet): the choice carries the file's record, so its line and JSON say what the file holds."""
+    chosen = choose_calibration(given, disabled)
+    applied = applied_calibration(chosen)
+    if chosen is None or applied is None:
+        return chosen, applied
+    return dataclasses.replace(chosen, record=applied.record), applied
 
 
 def applied_calibration(choice: CalibrationChoice | None):

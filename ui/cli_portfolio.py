@@ -19,7 +19,7 @@ from planner.limits import MAX_PURCHASE_USD
 from planner.model.stacks import Stack
 from planner.request import PlanRequest
 from ui import render, render_fleet, render_portfolio
-from ui.calibration import applied_calibration, choose_calibration
+from ui.calibration import choose_and_apply
 from ui.cli_options import (
     CALIBRATION_HELP,
     EMIT_DIR,
@@ -88,8 +88,7 @@ def portfolio(
 
     k8s = k8s_names(k8s_image, k8s_pvc)  # review s27: only emit took them
     spec = portfolio_spec(jobs_file, emit_dir, k8s, cluster)
-    chosen = choose_calibration(calibration, no_calibration)
-    applied = applied_calibration(chosen)
+    chosen, applied = choose_and_apply(calibration, no_calibration)
     catalog = calibrated_catalog(applied)
     rented = portfolio_rented(spec, jobs_file)
     requests = file_requests(spec, {g: n for g, n in spec.inventory.items()}, jobs_file)
@@ -244,8 +243,7 @@ def fleet(
     spec = read_jobs_file(jobs_file)
     for line in past_horizon(spec):  # trial s28c: portfolio said so, fleet did not
         render.warn(line)
-    chosen = choose_calibration(calibration, no_calibration)
-    applied = applied_calibration(chosen)
+    chosen, applied = choose_and_apply(calibration, no_calibration)
     catalog = calibrated_catalog(applied)
     prices = fleet_prices(spec, catalog, jobs_file)
     if not prices or spec.horizon_days is None:

@@ -17,6 +17,7 @@ def calibration_json(calibration, record: PlanCalibration | None = None) -> dict
     """The calibration a result used: the plan's record of the file, with why it applied
     (``source``: ui.calibration.CalibrationChoice's, or "plan" for a plan file's own); None
     without one. Without a plan (an infeasible answer) only the chosen file."""
+    record = record or (None if calibration is None else calibration.record)  # portfolio's, fleet's
     if record is None:
         return None if calibration is None else calibration.as_json()
     source = "plan" if calibration is None else calibration.as_json()["source"]
@@ -70,6 +71,7 @@ def calibration_line(
     from the plan's record, its hash and what it overrode; where the plan's ``gpu`` is not among
     those, that it was timed at the catalog's rates (trial s38: "applied" above an A100 estimate
     the file did not touch); ``unused``: the rates of ``gpu`` the estimate did not use."""
+    record = record or (None if calibration is None else calibration.record)  # portfolio's, fleet's
     if calibration is None and record is None:
         return
     if calibration is None:

@@ -374,12 +374,16 @@ def test_portfolio_and_fleet_apply_the_calibration_plan_applies(tmp_path, capsys
     )
     bare = {cmd: _json(capsys, cmd, str(f), "--no-calibration") for cmd, f in (("portfolio", jobs), ("fleet", fleet))}
     _default_file({"gemm_bf16_tflops_achieved": 300.0})  # a slower H100 than the catalog's
+    assert main(["estimate", "--model", "llama3.2-1b", "--gpu", "h100-sxm", "--num-gpus", "8"]) == 0
+    estimate_line = capsys.readouterr().out.splitlines()[0]
     for cmd, path in (("portfolio", jobs), ("fleet", fleet)):
         calibrated = _json(capsys, cmd, str(path))
         assert calibrated["calibration"]["source"] == "default" and "calibration" not in bare[cmd]
+        assert calibrated["calibration"]["sha256"] and calibrated["calibration"]["gpus"][0]["gpu"] == "h100-sxm"
         assert calibrated != bare[cmd]
         assert main([cmd, str(path)]) == 0
-        assert capsys.readouterr().out.startswith("calibration: default file")
+        # calib50 L4: the line plan and estimate print (hash, rates, machine), not a shorter one
+        assert capsys.readouterr().out.splitlines()[0] == estimate_line
     days = [d["assignments"][0]["days"] for d in (bare["portfolio"], _json(capsys, "portfolio", str(jobs)))]
     assert days[1] > days[0]
 
