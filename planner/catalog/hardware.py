@@ -136,6 +136,11 @@ GPU_FIELDS: dict[str, _Num | _Text] = {
     # nvidia.com/gpu.product), the amdgpu driver's sysfs product_name for AMD (the AMD node
     # labeller's amd.com/gpu.product-name). Optional: a GPU without one gets no node selector.
     "device_name": _Text(required=False, sourced=True),
+    # What torch.cuda.get_device_name reports, where it differs from device_name: on ROCm HIP's
+    # marketing name (libdrm's amdgpu.ids by PCI id, "AMD Instinct MI325X"), not the board's sysfs
+    # product_name ("AMD Instinct MI325 OAM"). The probe's "ran on another GPU" check and calibration
+    # files see this form, so it, not the label's, must map back through trainplan detect's matcher.
+    "torch_device_name": _Text(required=False, sourced=True),
     "notes": _Text(required=False),
 }
 NODE_FIELDS: dict[str, _Num | _Text] = {
@@ -274,6 +279,7 @@ def _gpu_from(values: dict[str, Any], sources: dict[str, str]) -> GPUSpec:
         compute_capability=_capability(values.get("compute_capability")),
         llvm_target=values.get("llvm_target"),
         device_name=values.get("device_name"),
+        torch_device_name=values.get("torch_device_name"),
         scaleup_kind=values["scaleup_kind"],
         peer_access=values.get("peer_access", "direct"),
         scaleup_domain_size=values["scaleup_domain_size"],

@@ -91,6 +91,9 @@ class GPUSpec(BaseModel):
     # The product name the vendor's driver reports for one device (hardware.GPU_FIELDS
     # "device_name"); None: not known from a source.
     device_name: str | None = None
+    # What torch.cuda.get_device_name reports where it differs from device_name (AMD: HIP's
+    # marketing name, hardware.GPU_FIELDS "torch_device_name"); None: the same, or not known.
+    torch_device_name: str | None = None
     scaleup_kind: ScaleupKind
     peer_access: PeerAccess = "direct"
     scaleup_domain_size: int

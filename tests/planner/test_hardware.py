@@ -343,14 +343,17 @@ def test_user_dir_adds_and_overrides(tmp_path, catalog):
     assert len(merged.gpus) == len(catalog.gpus) + 1
 
 
-def test_a_device_name_needs_a_source(tmp_path):
+@pytest.mark.parametrize("field", ["device_name", "torch_device_name"])
+def test_a_device_name_needs_a_source(tmp_path, field):
     """The name a device reports is a fact read somewhere, as a number is (trainer/cluster.py selects
-    Kubernetes nodes by it): a file that states one without a source is refused."""
-    path = _user_gpu(tmp_path)
+    Kubernetes nodes by it, the probe matches the torch one): a file that states one without a source
+    is refused."""
+    path = _user_gpu(tmp_path, torch_device_name="NVIDIA H100 80GB HBM3")
     entry = tomllib.loads(path.read_text())
-    del entry["sources"]["device_name"]
+    entry["sources"]["torch_device_name"] = "a test, read 2026-12-07"
+    del entry["sources"][field]
     path.write_text(_dump(entry))
-    with pytest.raises(CatalogError, match=r"'sources.device_name': missing \(every device name needs a source"):
+    with pytest.raises(CatalogError, match=rf"'sources.{field}': missing \(every device name needs a source"):
         load_catalog([tmp_path])
 
 

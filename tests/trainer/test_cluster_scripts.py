@@ -62,18 +62,50 @@ def manifest(job_dir: Path) -> tuple[str, dict]:
 
 
 NAMED_GPUS = sorted(gpu.id for gpu in load_catalog().gpus.values() if gpu.device_name is not None)
+# GPUs whose measured name is known: what torch.cuda.get_device_name reports, the name the probe's
+# "ran on another GPU" check and calibration files see (device_name where the two agree, as NVML's
+# and CUDA's do).
+TORCH_NAMED_GPUS = sorted(
+    gpu.id for gpu in load_catalog().gpus.values() if (gpu.torch_device_name or gpu.device_name) is not None
+)
 
 
-@pytest.mark.parametrize("gpu_id", NAMED_GPUS)
-def test_each_catalog_device_name_is_the_device_the_catalog_matches(gpu_id: str) -> None:
-    """A GPU's device name (the name its driver reports, hw_catalog ``device_name``) maps back to the
-    same entry through the catalog's own matcher (planner/catalog/detect.py), so the product label made
-    from it selects the GPU the plan was made for."""
+@pytest.mark.parametrize("gpu_id", TORCH_NAMED_GPUS)
+def test_each_catalog_gpus_measured_name_is_the_device_the_catalog_matches(gpu_id: str) -> None:
+    """The name torch reports for a GPU maps back to its entry through the catalog's own matcher
+    (planner/catalog/detect.py, which trainer/probe.py measured_gpu runs on that name), so a run on it is
+    compared with its plan; on ROCm that is HIP's marketing name, not the board's sysfs product_name."""
     catalog = load_catalog()
     gpu = catalog.gpu(gpu_id)
-    assert match_gpu_name(gpu.device_name, gpu.memory_bytes, catalog).id == gpu_id
-    product = k8s_gpu(gpu_id).product
-    assert product is not None and " " not in product and re.fullmatch(K8S_LABEL_VALUE_PATTERN, product)
+    measured = gpu.torch_device_name or gpu.device_name
+    assert match_gpu_name(measured, gpu.memory_bytes, catalog).id == gpu_id
+    if gpu.device_name is not None:
+        product = k8s_gpu(gpu_id).product
+        assert product is not None and " " not in product and re.fullmatch(K8S_LABEL_VALUE_PATTERN, product)
+
+
+def test_every_amd_device_name_comes_with_the_name_torch_reports() -> None:
+    """On ROCm the board's sysfs product_name (device_name, the labeller's) and HIP's marketing name differ
+    ("AMD Instinct MI325 OAM" against "AMD Instinct MI325X": the label drops the X), so an AMD entry with a
+    device name must say what torch reports, or the matcher test above would check the wrong form."""
+    for gpu in load_catalog().gpus.values():
+        if gpu.vendor == "amd" and gpu.device_name is not None:
+            assert gpu.torch_device_name not in (None, gpu.device_name), gpu.id
+
+
+@pytest.mark.parametrize(
+    "name, gpu_id",
+    [
+        ("AMD Instinct MI300X", "mi300x"),  # torch's (vLLM's AMD_Instinct_MI300X)
+        ("AMD Instinct MI300X OAM", "mi300x"),  # the board's sysfs product_name (the labeller's)
+        ("AMD Instinct MI250X", "mi250x"),  # amdgpu.ids' other MI250X id, 0x7408
+    ],
+)
+def test_both_forms_of_an_amd_name_that_keep_the_model_match_its_entry(name: str, gpu_id: str) -> None:
+    """An MI300X reports "AMD Instinct MI300X" to torch and "AMD Instinct MI300X OAM" in sysfs: both keep
+    the whole token "mi300x", so a calibration or probe on either form is matched to the MI300X."""
+    catalog = load_catalog()
+    assert match_gpu_name(name, catalog.gpu(gpu_id).memory_bytes, catalog).id == gpu_id
 
 
 def test_the_catalog_names_every_nvidia_device_and_labels_it_as_its_vendor_does() -> None:
@@ -86,7 +118,13 @@ def test_the_catalog_names_every_nvidia_device_and_labels_it_as_its_vendor_does(
     assert k8s_gpu("h800").product == "NVIDIA-H800"
     assert k8s_gpu("mi300x").vendor is AMD_K8S and k8s_gpu("mi300x").product == "AMD_Instinct_MI300X_OAM"
     assert AMD_K8S.product("AMD Instinct MI210 (OAM)") == "AMD_Instinct_MI210_OAM"  # the labeller drops ( )
-    assert k8s_gpu("mi325x").product is None  # no name from a source: no selector, as before
+    # AMD's boards name the MI325X, MI350X and MI355X without the X (sysfs product_name; node labels seen)
+    assert [k8s_gpu(gpu).product for gpu in ("mi325x", "mi350x", "mi355x")] == [
+        "AMD_Instinct_MI325_OAM",
+        "AMD_Instinct_MI350_OAM",
+        "AMD_Instinct_MI355_OAM",
+    ]
+    assert k8s_gpu("mi250x").product is None  # no sysfs name from a source: no selector, as before
 
 
 def test_slurm_takes_whole_nodes_only_when_the_plan_fills_them(tmp_path: Path) -> None:
@@ -241,9 +279,9 @@ def test_k8s_pods_select_the_plans_gpu_product(tmp_path: Path) -> None:
     assert pod["nodeSelector"] == {"nvidia.com/gpu.product": "NVIDIA-H100-SXM5-80GB"}
     _, none = manifest(emitted(tmp_path, make_plan(), ClusterSettings(k8s_gpu_product="none"), "none"))
     assert "nodeSelector" not in none["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]
-    unnamed_text, unnamed = manifest(emitted(tmp_path, make_plan(gpu="mi325x"), name="unnamed"))
+    unnamed_text, unnamed = manifest(emitted(tmp_path, make_plan(gpu="mi250x"), name="unnamed"))
     assert "nodeSelector" not in unnamed["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]
-    assert "# GPU: any; no amd.com/gpu.product-name selector for mi325x" in unnamed_text
+    assert "# GPU: any; no amd.com/gpu.product-name selector for mi250x" in unnamed_text
 
 
 def test_k8s_pods_on_amd_gpus_ask_amds_device_plugin_and_labeller(tmp_path: Path) -> None:
