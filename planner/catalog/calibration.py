@@ -179,10 +179,10 @@ def _iso_date(text: str) -> bool:
 
 
 def device_entry(device: str, catalog: Catalog) -> GPUSpec | None:
-    """The catalog entry an NVML device name is: the one whose ``device_name`` it is, else the
+    """The catalog entry a device name (NVML's or torch's) is: the one that ``reports`` it, else the
     name matcher's where one entry alone fits (``trainplan detect``'s rule, without the memory);
     None for a name the catalog does not know (an unlisted variant ``--gpu`` named)."""
-    named = next((g for g in catalog.gpus.values() if g.device_name == device), None)
+    named = next((g for g in catalog.gpus.values() if g.reports(device)), None)
     return named or match_gpu_name(device, None, catalog)
 
 
@@ -190,7 +190,7 @@ def check_device(device: str, gpu: GPUSpec, catalog: Catalog, where: str) -> Non
     """Refuse rates measured on ``device`` written for ``gpu`` where the device is another catalog
     entry (calib50 M3: A100 rates under [gpus.h100-sxm] were applied unsaid); a CPU's rates are a
     format check (``measured_on_cpu``) and pass."""
-    if measured_on_cpu(device) or device == gpu.device_name:
+    if measured_on_cpu(device) or gpu.reports(device):
         return
     other = device_entry(device, catalog)
     if other is not None and other.id != gpu.id:

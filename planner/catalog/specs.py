@@ -163,6 +163,11 @@ class GPUSpec(BaseModel):
         major = ARCHITECTURES.get((self.compute_capability[0], -1), UNNAMED_NVIDIA_ARCHITECTURE)
         return ARCHITECTURES.get(self.compute_capability, major)
 
+    def reports(self, device: str) -> bool:
+        """Whether a device reporting ``device`` (NVML's or torch's name) is this entry by its sourced
+        names: ``device_name`` or, where the vendor's runtime says otherwise, ``torch_device_name``."""
+        return device in {self.device_name, self.torch_device_name} - {None}
+
     @property
     def price_estimated(self) -> bool:
         """The price is an estimate, with no listed offer behind it (an export part priced as its

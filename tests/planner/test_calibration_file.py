@@ -115,6 +115,18 @@ def test_the_tables_own_device_an_unlisted_variant_and_a_cpu_pass(tmp_path, devi
     assert apply_calibration(load_catalog(), path).gpu("h100-sxm").rates.copy_bandwidth_bytes_per_s == 3e12
 
 
+@pytest.mark.parametrize("device", ["AMD Instinct MI325X", "AMD Instinct MI325 OAM"])
+def test_an_amd_table_passes_under_the_name_torch_reports_and_the_boards(tmp_path, device):
+    """devname51: torch on ROCm reports the marketing name (calibrate writes it), the board's sysfs
+    name drops the X; both are the MI325X's, and neither is another entry's."""
+    path = write_calibration(
+        tmp_path / "c.toml",
+        CalibrationFile({**MACHINE, "device": device}, {"mi325x": {"hbm_copy_tbps_achieved": 4.0}}),
+    )
+    assert apply_calibration(load_catalog(), path).gpu("mi325x").rates.copy_bandwidth_bytes_per_s == 4e12
+    assert load_catalog().gpu("mi325x").reports(device) and not load_catalog().gpu("mi300x").reports(device)
+
+
 def test_a_collective_fit_round_trips_and_its_record_names_it(tmp_path):
     """calib50 M5: the fit's rms error and rank count were neither kept nor shown."""
     from planner.catalog.calibration import calibrate
