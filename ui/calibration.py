@@ -266,7 +266,8 @@ def _write(out: Path, calibration) -> Path:
 
 
 def _calibration_target(gpu: str | None, use_cuda: bool) -> tuple[str, str | None]:
-    """The catalog id and driver of the device measured: --gpu, else NVML's match on CUDA."""
+    """The catalog id and driver of the device measured: --gpu, else NVML's match on CUDA (torch's
+    device name where NVML sees no GPU: an AMD GPU under ROCm)."""
     if not use_cuda:
         if gpu is None:
             raise ValueError("--gpu: needed on CPU (the catalog entry the measurements are written for)")
@@ -278,8 +279,12 @@ def _calibration_target(gpu: str | None, use_cuda: bool) -> tuple[str, str | Non
         found = detect_gpus(load_catalog())
     except NoGPUDriver:
         found = []
-    driver = found[0].driver_version if found else None
-    name, memory = (found[0].name, found[0].memory_bytes) if found else (None, None)
+    if not found:  # no NVML (ROCm: devname51): the name torch's runtime reports, as calibrate records it
+        import torch
+
+        name, memory = torch.cuda.get_device_name(0), torch.cuda.get_device_properties(0).total_memory
+        return gpu_to_calibrate(gpu, name, memory, load_catalog()), None
+    driver, name, memory = found[0].driver_version, found[0].name, found[0].memory_bytes
     return gpu_to_calibrate(gpu, name, memory, load_catalog()), driver
 
 

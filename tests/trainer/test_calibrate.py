@@ -164,6 +164,27 @@ def test_calibrate_writes_rates_for_the_entry_the_device_is(gpu, nvml, expected)
         assert gpu_to_calibrate(gpu, nvml, memory_bytes, catalog) == expected
 
 
+def test_calibrate_without_nvml_reads_the_device_torch_reports(monkeypatch):
+    """devname51: under ROCm NVML sees no GPU, and calibrate without --gpu said "this GPU matches no
+    catalog entry" where torch's own name (AMD Instinct MI325X) is the MI325X's."""
+    from types import SimpleNamespace
+
+    import torch
+
+    import planner.catalog.detect
+    from ui.calibration import _calibration_target
+
+    def no_driver(catalog):
+        raise planner.catalog.detect.NoGPUDriver("no NVML")
+
+    monkeypatch.setattr(planner.catalog.detect, "detect_gpus", no_driver)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda index=0: "AMD Instinct MI325X")
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda index=0: SimpleNamespace(total_memory=256 * 2**30))
+    assert _calibration_target(None, use_cuda=True) == ("mi325x", None)
+    with pytest.raises(ValueError, match=r"this GPU \(AMD Instinct MI325X\) is mi325x"):
+        _calibration_target("mi300x", use_cuda=True)
+
+
 @pytest.mark.parametrize("spread, warned", [(0.0, False), (0.8, True)])
 def test_a_collective_fit_past_its_threshold_is_warned_of(monkeypatch, capsys, spread, warned):
     """calib50 M5: a 58 % ring fit was written without a word."""
