@@ -143,7 +143,9 @@ def envelope_text(tr: Labels, u: Uncertainty) -> str:
     if (job := u.measured_job) is not None:  # trial s38: the user's own measurement went unsaid
         key = "envelope_measured_job" if job.exact else "envelope_measured_job_other"
         values = dict(name=job.name, shape=job.shape, date=job.date)
-        text = tr.sentences(text, tr(key, **values, compute=job.compute_time_factor, memory=job.memory_factor))
+        said = tr(key, **values, compute=job.compute_time_factor, memory=job.memory_factor)
+        # calib50 M7: the job's own shape leads with its measurement, not with "outside the envelope"
+        text = tr.sentences(said, text) if job.exact else tr.sentences(text, said)
     return text
 
 

@@ -371,16 +371,20 @@ def reached(query: Regime, measured: Regime, pooled: bool = False) -> str:
     return measured.describe() + (f" (differs: {', '.join(diff)})" if diff else "")
 
 
-def measured_job_words(job: MeasuredJobUse) -> str:
-    """'; calibrated on your job j124 (...), 2026-12-05: this shape's figures are its measurement
-    (the band above is the published rows', which do not know it)' or '; corrections of your job
-    ...: extrapolated to this shape (compute x1.27, memory x1.13)' (trial s38: the envelope said
-    nothing of the user's own measurement)."""
+def with_measured_job(envelope: str, job: MeasuredJobUse | None) -> str:
+    """The envelope with the user's measured job said (trial s38: the envelope said nothing of the
+    user's own measurement): led by it where this is the job's own shape ('calibrated on your job
+    j124 (...), 2026-12-05: this shape's figures are its measurement; the band is the published
+    rows': outside the validated envelope ...'; calib50 M7: it opened with "outside" and ended
+    with the measurement), else followed by '; corrections of your job ... extrapolated to this
+    shape (compute x1.27, memory x1.13)'."""
+    if job is None:
+        return envelope
     said = f"your job {job.name} ({job.shape}), {job.date}"
     if job.exact:
-        return f"; calibrated on {said}: this shape's figures are its measurement (the band is the published rows')"
+        return f"calibrated on {said}: this shape's figures are its measurement; the band is the published rows': {envelope}"
     return (
-        f"; corrections of {said} extrapolated to this shape"
+        f"{envelope}; corrections of {said} extrapolated to this shape"
         f" (compute x{job.compute_time_factor:.3g}, memory x{job.memory_factor:.3g})"
     )
 
@@ -424,9 +428,9 @@ def uncertainty(
         mean_abs_error=ev.mean_abs_error,
         median_abs_error=ev.median_abs_error,
         widened_by=ev.widened_by,
-        envelope=envelope_words(ev, circular, estimate.layout.seq_len)
-        + architecture_words(own_rows)
-        + ("" if job is None else measured_job_words(job)),
+        envelope=with_measured_job(
+            envelope_words(ev, circular, estimate.layout.seq_len) + architecture_words(own_rows), job
+        ),
         architecture_rows=own_rows,
         measured_job=job,
         memory=_memory_band(estimate, regime),

@@ -286,7 +286,14 @@ def test_a_measured_job_lifts_the_ceiling_for_its_own_shape_only_and_the_envelop
     assert own["ceiling"] is None
     job = own["uncertainty"]["measured_job"]
     assert job["exact"] and job["name"] == "llama-1b"
-    assert "calibrated on your job llama-1b" in own["uncertainty"]["envelope"]
+    # calib50 M7: the job's own shape leads with its measurement, not with "outside the envelope"
+    assert own["uncertainty"]["envelope"].startswith("calibrated on your job llama-1b")
+    from planner.plan_accuracy import Uncertainty
+    from ui.i18n import Labels
+    from ui.messages import envelope_text
+
+    card = envelope_text(Labels("en"), Uncertainty.model_validate(own["uncertainty"]))
+    assert card.startswith("Calibrated on your job llama-1b") and "validated" in card
     other = ["estimate", "--model", "llama3-8b", "--gpu", "h100-sxm", "--num-gpus", "256", "--sharding", "zero2"]
     other += ["--micro-batch", "2", "--seq-len", "4096"]
     bare = _json(capsys, *other, "--no-calibration")
