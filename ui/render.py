@@ -377,13 +377,6 @@ def explain(
         out.print(f"  - {note}")
 
 
-def no_driver(message: str, *, as_json: bool) -> None:
-    if as_json:
-        emit_json({"gpus": [], "error": message})
-    else:
-        out.print(message, markup=False)  # the message may name an extra, [train]
-
-
 def detected(found, *, as_json: bool) -> None:
     rows = [
         {

@@ -369,8 +369,10 @@ def test_catalog_and_detect():
     assert " 200 " in rows["h800"] and " 450 " in rows["h100-sxm"]
     # trial s36: the purchase price fleet and portfolio own a GPU at was only in --json
     assert rows["h100-sxm"].rstrip("│ ").endswith(f"{data['h100-sxm']['purchase_price_usd']:,.0f}")
-    proc = binary("detect")
-    assert proc.stdout.strip().count("\n") == 0  # no driver here: one line
+    for extra in ([], ["--json"]):  # calib50 L1: no driver here is an error, one line, exit 2
+        proc = binary("detect", *extra, check_ok=False)
+        assert proc.returncode == 2 and proc.stdout == "" and proc.stderr.startswith("trainplan: error: ")
+        assert proc.stderr.strip().count("\n") == 0 and "NVIDIA" in proc.stderr
 
 
 BAD = [
