@@ -240,6 +240,9 @@ class Plan(BaseModel):
     partition_activations: bool = False
     # Megatron-Core's overlapped expert all-to-alls (--overlap-moe-expert-parallel-comm; its plans only).
     moe_a2a_overlap: bool = False
+    # Megatron-Core's --tp-comm-overlap as its recipes run it (False: turned off; megatron-core plans
+    # only, True elsewhere and in plan files before it).
+    tp_comm_overlap: bool = True
     # The optimizer's formats beyond the stack's profile (bf16 gradient buffers, 16-bit master
     # remainders: Megatron plans only).
     optimizer_precision: OptimizerPrecision = DEFAULT_OPTIMIZER_PRECISION
@@ -249,6 +252,11 @@ class Plan(BaseModel):
     # The catalog network the nodes were estimated on; None: the GPU's default
     # (planner/catalog/networks.py).
     network: str | None = None
+
+    @property
+    def tp_overlap_off(self) -> bool:
+        """Whether the plan turns off its stack's TP overlap (``Stack.tp_overlap_off``)."""
+        return Stack(self.stack).tp_overlap_off(self.tp_comm_overlap)
 
     @property
     def emittable(self) -> bool:

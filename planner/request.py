@@ -43,7 +43,7 @@ from planner.model.profiles import kernel_choice, own_model_profile_warning
 from planner.model.run_loss_inputs import DEFAULT_RUN_LOSSES, RunLossInputs
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
-from planner.model.stack_profiles import moe_a2a_overlapped
+from planner.model.stack_profiles import moe_a2a_overlapped, tp_overlap_unbuffered
 from planner.model.stacks import STACK_SETTINGS, Stack
 from planner.model.structure import context_extension_warning, default_implementation, native_unsupported
 from planner.search.ilp import Objective, ScoredTable, SingleSolution, solve_single
@@ -153,6 +153,10 @@ class PlanRequest(BaseModel):
     # Megatron-Core's --overlap-moe-expert-parallel-comm: each micro-batch's expert all-to-alls run
     # under another micro-batch's compute (combined 1F1B schedule; megatron-core only).
     moe_a2a_overlap: bool = False
+    # Megatron-Core's --tp-comm-overlap (userbuffers), on as the recipes its profile was fitted on run
+    # it; False: off, its TP collectives hidden only as Megatron hides them without it (megatron-core
+    # only: ``tp_overlap_problem``, ``stack_profiles.tp_overlap_unbuffered``).
+    tp_comm_overlap: bool = True
     # The optimizer's formats beyond the stack's profile (--grad-reduce-in-bf16,
     # --precision-aware-optimizer; ``optimizer_precision_problem``).
     optimizer_precision: OptimizerPrecision = DEFAULT_OPTIMIZER_PRECISION
@@ -177,6 +181,7 @@ class PlanRequest(BaseModel):
             self.moe_a2a_overlap,
             self.attention,
             self.optimizer_precision,
+            self.tp_comm_overlap,
         ) or moe_stack_problem(self.stack, self.model)
         if not problem and self.activation_checkpointing != DEFAULT_AC:
             problem = ac_modes_problem(self.stack, self.activation_checkpointing)
@@ -197,6 +202,11 @@ class PlanRequest(BaseModel):
         """Its ``attention``'s name where it is a choice its stack would not make (``kernel_choice``;
         "" for the stack's own), the kernel its band's regime is judged by."""
         return kernel_choice(self.stack, self.attention)
+
+    @property
+    def tp_overlap_off(self) -> bool:
+        """Whether it turns off its stack's TP overlap (``Stack.tp_overlap_off``)."""
+        return self.stack.tp_overlap_off(self.tp_comm_overlap)
 
     @property
     def warnings(self) -> tuple[str, ...]:
@@ -270,6 +280,7 @@ def request_settings(
         request.moe_a2a_overlap,
         request.optimizer_precision,
         request.run_losses,
+        request.tp_comm_overlap,
     )
     return chosen.but(term=request_term(request) if whole_terms else None)
 
@@ -286,15 +297,18 @@ def run_settings(
     moe_a2a_overlap: bool,
     optimizer: OptimizerPrecision = DEFAULT_OPTIMIZER_PRECISION,
     losses: RunLossInputs = DEFAULT_RUN_LOSSES,
+    tp_comm_overlap: bool = True,
 ) -> ModelingSettings:
     """A profile with what one run chooses: its attention kernel, under Megatron-DeepSpeed
     partitioned activation checkpoints (``partition_problem``), under Megatron-Core the
-    overlapped expert all-to-alls (``a2a_overlap_problem``), the optimizer's formats
+    overlapped expert all-to-alls (``a2a_overlap_problem``) and the TP overlap turned off
+    (``tp_overlap_problem``), the optimizer's formats
     (``optimizer_precision_problem``: bf16 gradients, 16-bit master remainders), and the user's
     own run-loss figures (``RunLossInputs``: the one place they reach the settings)."""
     chosen = with_attention(settings, attention)
     chosen = chosen.but(partition_activations=True) if partition_activations else chosen
     chosen = losses.applied(optimizer.applied(chosen))
+    chosen = chosen if tp_comm_overlap else tp_overlap_unbuffered(chosen)
     return moe_a2a_overlapped(chosen) if moe_a2a_overlap else chosen
 
 

@@ -94,6 +94,7 @@ class RuleCode(StrEnum):
     STACK_KERNEL = "stack_kernel"
     STACK_PARTITION = "stack_partition"
     STACK_A2A_OVERLAP = "stack_a2a_overlap"
+    STACK_TP_OVERLAP = "stack_tp_overlap"
     STACK_A2A_LAYOUT = "stack_a2a_layout"
     STACK_GRAD_BF16 = "stack_grad_bf16"
     STACK_PARAM_REMAINDERS = "stack_param_remainders"
@@ -324,6 +325,11 @@ TEMPLATES: dict[RuleCode, str] = {
     _C.STACK_A2A_OVERLAP: (
         "--moe-a2a-overlap is Megatron-Core's --overlap-moe-expert-parallel-comm: use --stack megatron-core"
         " (not {stack}); --stack deepseek-v3 already hides its all-to-alls (DualPipe)"
+    ),
+    # megatron-lm's and megatron-deepspeed's profiles already hide no TP traffic: off would be faster there.
+    _C.STACK_TP_OVERLAP: (
+        "--no-tp-comm-overlap turns off Megatron-Core's --tp-comm-overlap (userbuffers): use --stack megatron-core"
+        " (not {stack}, whose profile has no such overlap to turn off)"
     ),
     _C.STACK_GRAD_BF16: (
         "--grad-reduce-in-bf16 is Megatron-Core's (bf16 gradient buffers): use --stack megatron-core (not {stack})"

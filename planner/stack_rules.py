@@ -108,6 +108,14 @@ def a2a_overlap_problem(stack: Stack, moe_a2a_overlap: bool) -> RuleViolation | 
     return None
 
 
+def tp_overlap_problem(stack: Stack, tp_comm_overlap: bool) -> RuleViolation | None:
+    """Why the TP communication overlap cannot be turned off under ``stack`` (None: it can, or it is
+    kept): only megatron-core's profile overlaps it (``Stack.overlaps_tp_comm``)."""
+    if not tp_comm_overlap and not stack.overlaps_tp_comm:
+        return RuleViolation(RuleCode.STACK_TP_OVERLAP, {"stack": stack.value})
+    return None
+
+
 def optimizer_precision_problem(stack: Stack, chosen: OptimizerPrecision) -> RuleViolation | None:
     """Why ``stack`` cannot take the optimizer formats asked (None: it can): bf16 gradient buffers
     (``Stack.reduces_grads_in_bf16``), 16-bit master remainders (``Stack.stores_param_remainders``)."""
@@ -124,6 +132,8 @@ class RunChoices(NamedTuple):
     partition_activations: bool
     moe_a2a_overlap: bool
     optimizer: OptimizerPrecision
+    # Megatron-Core's --tp-comm-overlap kept (True: the stack's own; ``tp_overlap_problem``).
+    tp_comm_overlap: bool = True
 
     def kept_under(self, stack: Stack) -> RunChoices:
         """Those ``stack`` offers (a restacked plan, a portfolio job re-solved on another stack)."""
@@ -131,6 +141,7 @@ class RunChoices(NamedTuple):
             self.partition_activations and stack.partitions_activations,
             self.moe_a2a_overlap and stack.overlaps_moe_a2a,
             self.optimizer.kept_under(stack),
+            self.tp_comm_overlap or not stack.overlaps_tp_comm,
         )
 
 
@@ -150,14 +161,16 @@ def settings_problem(
     moe_a2a_overlap: bool,
     attention: AttentionKernel | None = None,
     optimizer: OptimizerPrecision = DEFAULT_OPTIMIZER_PRECISION,
+    tp_comm_overlap: bool = True,
 ) -> RuleViolation | None:
     """Why ``stack`` cannot run these settings of a request or a plan (None: it can): partitioned
-    activations, the overlapped all-to-alls, the optimizer's formats, the modules, torch.compile, the
-    attention kernel. The search's rows and an estimate's layout also meet
+    activations, the overlapped all-to-alls, the TP overlap turned off, the optimizer's formats, the
+    modules, torch.compile, the attention kernel. The search's rows and an estimate's layout also meet
     ``configuration_problem``'s layout rules."""
     return (
         partition_problem(stack, partition_activations)
         or a2a_overlap_problem(stack, moe_a2a_overlap)
+        or tp_overlap_problem(stack, tp_comm_overlap)
         or optimizer_precision_problem(stack, optimizer)
         or impl_problem(stack, impl)
         or compile_problem(stack, compile)
@@ -225,13 +238,21 @@ def configuration_problem(
     moe_a2a_overlap: bool,
     attention: AttentionKernel | None = None,
     optimizer: OptimizerPrecision = DEFAULT_OPTIMIZER_PRECISION,
+    tp_comm_overlap: bool = True,
 ) -> RuleViolation | None:
     """Why ``stack`` cannot run this one configuration (None: it can): ``settings_problem``, then
     the layout's refusals (``stack_problem``: ``Stack.refusals``, the search's filter too) and the
     checkpointed block count (``ac_blocks_problem``: ``too_many_ac_blocks``, likewise)."""
     return (
         settings_problem(
-            stack, training.impl, training.compile, partition_activations, moe_a2a_overlap, attention, optimizer
+            stack,
+            training.impl,
+            training.compile,
+            partition_activations,
+            moe_a2a_overlap,
+            attention,
+            optimizer,
+            tp_comm_overlap,
         )
         or moe_stack_problem(stack, model)
         or expert_tp_problem(model, layout)

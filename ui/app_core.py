@@ -184,6 +184,7 @@ def widget_defaults(cat: Catalog) -> dict[str, object]:
         "compile": False,  # torch.compile over the model (--compile), where the stack has it
         "partition_activations": False,  # Megatron-DeepSpeed's --partition-activations
         "moe_a2a_overlap": False,  # Megatron-Core's --overlap-moe-expert-parallel-comm
+        "tp_comm_overlap": True,  # Megatron-Core's --tp-comm-overlap, on as its recipes run it
         "grad_reduce_bf16": False,  # Megatron's --grad-reduce-in-bf16
         "param_remainders": False,  # Megatron-Core's --use-precision-aware-optimizer
         "network": "",  # each GPU on its catalog default network

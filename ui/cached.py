@@ -123,11 +123,13 @@ def portfolio_requests(jobs: tuple[tuple[str, str], ...], stack: Stack, network:
     requests = {}
     for name, text in jobs:
         stored = PlanRequest.model_validate_json(text)
-        kept = RunChoices(stored.partition_activations, stored.moe_a2a_overlap, stored.optimizer_precision)
-        kept = kept.kept_under(stack)
+        kept = RunChoices(
+            stored.partition_activations, stored.moe_a2a_overlap, stored.optimizer_precision, stored.tp_comm_overlap
+        ).kept_under(stack)
         update: dict[str, object] = {"stack": stack, "network": network, "impl": None}
         update |= {"partition_activations": kept.partition_activations, "moe_a2a_overlap": kept.moe_a2a_overlap}
         update["optimizer_precision"] = kept.optimizer.model_dump()
+        update["tp_comm_overlap"] = kept.tp_comm_overlap
         requests[name] = PlanRequest.model_validate({**stored.model_dump(mode="json"), **update})
     return requests
 
@@ -208,6 +210,7 @@ class ExplorerPricing:
     attention: AttentionKernel | None = None
     partition_activations: bool = False
     moe_a2a_overlap: bool = False
+    tp_comm_overlap: bool = True  # Megatron-Core's --tp-comm-overlap kept (its recipes')
     optimizer_precision: OptimizerPrecision = DEFAULT_OPTIMIZER_PRECISION
     run_losses: RunLossInputs = DEFAULT_RUN_LOSSES  # the goodput, so the time and cost, rest on them
 
@@ -246,6 +249,7 @@ def cached_layout_plan(
             attention=pricing.attention,
             partition_activations=pricing.partition_activations,
             moe_a2a_overlap=pricing.moe_a2a_overlap,
+            tp_comm_overlap=pricing.tp_comm_overlap,
             optimizer_precision=pricing.optimizer_precision,
             run_losses=pricing.run_losses,
             network=network,

@@ -45,6 +45,7 @@ from ui.cli_options import (
     STACK,
     TERM_FILLED,
     TOP,
+    TP_COMM_OVERLAP,
     app,
     plan_out,
 )
@@ -136,6 +137,7 @@ def estimate(
     attention: AttentionKernel | None = ATTENTION,
     partition_activations: bool = PARTITION_ACTIVATIONS,
     moe_a2a_overlap: bool = MOE_A2A_OVERLAP,
+    tp_comm_overlap: bool = TP_COMM_OVERLAP,
     grad_reduce_in_bf16: bool = GRAD_REDUCE_BF16,
     precision_aware_optimizer: bool = PARAM_REMAINDERS,
     calibration: Path | None = CALIBRATION,
@@ -212,6 +214,7 @@ def estimate(
             attention=attention,
             partition_activations=partition_activations,
             moe_a2a_overlap=moe_a2a_overlap,
+            tp_comm_overlap=tp_comm_overlap,
             grad_reduce_in_bf16=grad_reduce_in_bf16,
             precision_aware_optimizer=precision_aware_optimizer,
             run_losses=run_loss_inputs(
@@ -298,6 +301,7 @@ def plan(
     attention: AttentionKernel | None = ATTENTION,
     partition_activations: bool = PARTITION_ACTIVATIONS,
     moe_a2a_overlap: bool = MOE_A2A_OVERLAP,
+    tp_comm_overlap: bool = TP_COMM_OVERLAP,
     grad_reduce_in_bf16: bool = GRAD_REDUCE_BF16,
     precision_aware_optimizer: bool = PARAM_REMAINDERS,
     calibration: Path | None = CALIBRATION,
@@ -355,6 +359,7 @@ def plan(
             attention=attention,
             partition_activations=partition_activations,
             moe_a2a_overlap=moe_a2a_overlap,
+            tp_comm_overlap=tp_comm_overlap,
             grad_reduce_in_bf16=grad_reduce_in_bf16,
             precision_aware_optimizer=precision_aware_optimizer,
             run_losses=run_loss_inputs(

@@ -293,6 +293,14 @@ MOE_A2A_OVERLAP = typer.Option(
     " micro-batch's expert all-to-alls run under another micro-batch's compute (combined 1F1B schedule;"
     " --stack megatron-core only)",
 )
+TP_COMM_OVERLAP = typer.Option(
+    True,
+    "--tp-comm-overlap/--no-tp-comm-overlap",
+    help="Megatron-Core's --tp-comm-overlap (TransformerEngine userbuffers), on as the NeMo / Megatron-Bridge"
+    " recipes the megatron-core profile was fitted on run it; --no-tp-comm-overlap for a job that does not pass"
+    " it (its TP collectives then hidden only as Megatron hides them without it; a regime no band row measured)."
+    " --stack megatron-core only",
+)
 GRAD_REDUCE_BF16 = typer.Option(
     False,
     "--grad-reduce-in-bf16",

@@ -149,6 +149,7 @@ class StackSettings(TypedDict):
     attention: AttentionKernel | None
     partition_activations: bool
     moe_a2a_overlap: bool
+    tp_comm_overlap: bool
     optimizer_precision: OptimizerPrecision
     run_losses: RunLossInputs
 
@@ -162,6 +163,7 @@ def stack_settings(
     attention: AttentionKernel | None,
     partition_activations: bool,
     moe_a2a_overlap: bool,
+    tp_comm_overlap: bool,
     grad_reduce_in_bf16: bool,
     precision_aware_optimizer: bool,
     run_losses: RunLossInputs,
@@ -176,6 +178,7 @@ def stack_settings(
         attention=attention,
         partition_activations=partition_activations,
         moe_a2a_overlap=moe_a2a_overlap,
+        tp_comm_overlap=tp_comm_overlap,
         optimizer_precision=OptimizerPrecision(
             grad_reduce_bf16=grad_reduce_in_bf16, param_remainders=precision_aware_optimizer
         ),

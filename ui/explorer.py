@@ -164,6 +164,7 @@ def explored_plan(tr: Labels, inputs: Inputs, gpu: str, num_gpus: int, layout: d
             request.attention,
             request.partition_activations,
             request.moe_a2a_overlap,
+            request.tp_comm_overlap,
             request.optimizer_precision,
             request.run_losses,
         ),

@@ -272,6 +272,16 @@ _LABELS: dict[str, tuple[str, str]] = {
         "Megatron-Core 的 --overlap-moe-expert-parallel-comm（Megatron-Bridge 配方中的 moe_a2a_overlap）："
         "每个微批次的专家 all-to-all 在另一个微批次的计算期间进行（合并 1F1B 调度）。",
     ),
+    "tp_comm_overlap": ("TP communication overlap", "张量并行通信重叠"),
+    "tp_comm_overlap_help": (
+        "Megatron-Core's --tp-comm-overlap (TransformerEngine userbuffers), on as the NeMo / Megatron-Bridge "
+        "recipes this stack's figures were fitted on run it. Untick for a Megatron-Core job that does not pass it: "
+        "its TP collectives are then hidden only as far as Megatron hides them without it, and the band is "
+        "outside the validated envelope (no measured row ran so).",
+        "Megatron-Core 的 --tp-comm-overlap（TransformerEngine userbuffers），与本栈拟合所依据的 NeMo / "
+        "Megatron-Bridge 配方一样默认开启。若 Megatron-Core 作业未传此参数，请取消勾选：其张量并行通信只按 "
+        "Megatron 无此选项时的程度被隐藏，误差区间位于已验证范围之外（没有实测行如此运行）。",
+    ),
     "grad_reduce_bf16": ("bf16 gradients", "bf16 梯度"),
     "grad_reduce_bf16_help": (
         "Megatron's --grad-reduce-in-bf16 (NeMo's and Megatron-Bridge's grad_reduce_in_fp32 off, as their FP8 "
@@ -560,6 +570,13 @@ _LABELS: dict[str, tuple[str, str]] = {
         "已验证，但仅有 {rows} 行留出数据（{sources}）：{regime}。误差带取自 {band_rows} 行，其中 {nearby} 行来自"
         "相近的情形（{band_sources}），平均误差 {error:.1%}；区间两端至少覆盖这些行的误差。",
     ),
+    # heldout51 H1: the stack's rows are all tuned recipes (planner/accuracy/regime.py TUNED_RECIPE_STACKS)
+    "envelope_tuned_recipes": (
+        "Its rows are tuned NeMo / Megatron-Bridge / MLPerf recipes (TP comm overlap, cuDNN attention); a plain"
+        " Megatron-Core job without them runs slower.",
+        "这些实测数据均为调优过的 NeMo / Megatron-Bridge / MLPerf 配方（张量并行通信重叠、cuDNN 注意力）；"
+        "未采用这些优化的普通 Megatron-Core 作业会更慢。",
+    ),
     "envelope_nearest": ("The nearest measured rows ran {regime}.", "最近的实测数据来自 {regime}。"),
     "envelope_other_vendor": (
         "No row of the band ran on an {vendor} GPU (its own GEMM, attention and collective libraries), so the"
@@ -708,6 +725,10 @@ _LABELS: dict[str, tuple[str, str]] = {
     "feature_hf_modules": ("Hugging Face modules", "Hugging Face 模块"),
     "feature_offload": ("CPU offload", "CPU 卸载"),
     "feature_zero3_nodes": ("DeepSpeed ZeRO-3 across nodes", "DeepSpeed ZeRO-3 跨节点"),
+    "feature_tp_overlap_off": (
+        "TP comm overlap off (--no-tp-comm-overlap)",
+        "张量并行通信重叠关闭（--no-tp-comm-overlap）",
+    ),
     "ceiling_on_gpu": (" on {gpu}", "，运行于 {gpu}"),
     "ceiling_split": ("; the best any stack measured with tp or pp", "；任一框架在 tp 或 pp 下的实测最佳"),
     "ceiling_lifted": (  # ui/render_lines.py ceiling_lifted_line (calib50 H1)

@@ -519,6 +519,11 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
         "专家 all-to-all 重叠是 Megatron-Core 的合并 1F1B 调度，{stack} 不支持"
         "（DeepSeek-V3 的 DualPipe 已隐藏其 all-to-all）",
     ),
+    "reason_stack_tp_overlap": (
+        "turning off the TP communication overlap is Megatron-Core's choice (--tp-comm-overlap), not {stack}'s,"
+        " whose profile has no such overlap",
+        "关闭张量并行通信重叠是 Megatron-Core 的选项（--tp-comm-overlap），{stack} 的配置本就没有此重叠",
+    ),
     "reason_stack_grad_bf16": (
         "bf16 gradient buffers are Megatron-Core's, not {stack}'s",
         "bf16 梯度缓冲区是 Megatron-Core 的选项，{stack} 不支持",

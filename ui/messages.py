@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 
 from planner.accuracy.bands import MIN_ROWS
-from planner.accuracy.regime import LONG_SEQUENCE_TOKENS, Feature, link_apart_parts, said_features
+from planner.accuracy.regime import LONG_SEQUENCE_TOKENS, Feature, link_apart_parts, said_features, tuned_recipes
 from planner.accuracy.residuals import source_name
 from planner.api import PlanResult
 from planner.catalog.prices import DearerKind
@@ -200,7 +200,7 @@ def _envelope_sentence(tr: Labels, u: Uncertainty) -> str:
         return tr("envelope_circular", regime=regime_text(tr, u), rows=u.exact_rows, sources=sources)
     if u.validated:  # the regime's own rows and sources, then the band's (as the CLI's envelope line)
         few = {1: "envelope_validated_one"}.get(u.exact_rows, "envelope_validated_few")
-        return tr(
+        text = tr(
             "envelope_validated" if u.exact_rows >= MIN_ROWS else few,
             nearby=u.rows - u.exact_rows,
             regime=regime_text(tr, u),
@@ -210,6 +210,7 @@ def _envelope_sentence(tr: Labels, u: Uncertainty) -> str:
             band_sources=tr.join(map(source_name, u.sources)),
             error=u.mean_abs_error,
         )
+        return tr.sentences(text, tr("envelope_tuned_recipes")) if tuned_recipes(u.regime_stack) else text
     text = tr("envelope_outside", regime=regime_text(tr, u), rows=u.rows, error=u.mean_abs_error, widened=u.widened_by)
     if u.nearest is not None:
         text = tr.sentences(text, tr("envelope_nearest", regime=regime_words_text(tr, u.nearest)))

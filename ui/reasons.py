@@ -124,6 +124,7 @@ LAYOUT_REASONS = Reasons({
     _C.STACK_KERNEL: "reason_stack_kernel",
     _C.STACK_PARTITION: "reason_stack_partition",
     _C.STACK_A2A_OVERLAP: "reason_stack_a2a_overlap",
+    _C.STACK_TP_OVERLAP: "reason_stack_tp_overlap",
     _C.STACK_A2A_LAYOUT: "reason_stack_a2a_layout",
     _C.STACK_GRAD_BF16: "reason_stack_grad_bf16",
     _C.STACK_PARAM_REMAINDERS: "reason_stack_param_remainders",

@@ -192,6 +192,9 @@ def plan_facts_json(p: Plan) -> dict:
         "network": p.network,
         "partition_activations": p.partition_activations,
         "moe_a2a_overlap": p.moe_a2a_overlap,
+        # Megatron-Core's --tp-comm-overlap: false where the plan turned it off (the other stacks: true,
+        # their own profile, none of which has it to turn off)
+        "tp_comm_overlap": p.tp_comm_overlap,
         "optimizer_precision": p.optimizer_precision.model_dump(mode="json"),
         # the user's run-loss figures its goodput rests on (null: the named default)
         "run_losses": p.run_losses.model_dump(mode="json"),
@@ -217,6 +220,7 @@ def summary_lines(p: Plan) -> list[str]:
         + attention_words(p)
         + (", partitioned activations" if p.partition_activations else "")
         + (", expert all-to-all overlapped" if p.moe_a2a_overlap else "")
+        + (", no TP comm overlap" if p.tp_overlap_off else "")
         + p.optimizer_precision.words(),
         f"memory: peak {e.memory.peak_gib:.1f} GiB allocated, {e.memory.reserved_gib:.1f} GiB reserved"
         f" of {e.memory.capacity_gib:.1f} GiB" + host_note(e) + loss_note(e),

@@ -93,7 +93,7 @@ PLAN_KEYS = (
     "plan", "alternatives", "solver", "num_candidates", "num_feasible", "seconds", "warnings",
     "gpu_count_limits", "gpu_count_caps", "near_tie", "knee", "over_budget", "larger_batch", "risk", "median_plan", "idle_gpus",
     "per_gpu", "per_gpu_none", "per_gpu_binding", "per_gpu_fastest_h", "stack", "layout_words", "emittable", "price_per_gpu_hour_usd", "price_basis", "price_kind", "price_offers", "billed_gpus",
-    "network", "partition_activations", "moe_a2a_overlap", "optimizer_precision", "run_losses",
+    "network", "partition_activations", "moe_a2a_overlap", "tp_comm_overlap", "optimizer_precision", "run_losses",
     "calibration",
 )  # fmt: skip
 

@@ -432,6 +432,7 @@ def sidebar(cat: Catalog) -> tuple[Labels, Inputs | None]:
             compile=stack.compiles and st.session_state["compile"],
             partition_activations=stack.partitions_activations and st.session_state["partition_activations"],
             moe_a2a_overlap=stack.overlaps_moe_a2a and st.session_state["moe_a2a_overlap"],
+            tp_comm_overlap=not stack.overlaps_tp_comm or st.session_state["tp_comm_overlap"],
             optimizer_precision=OptimizerPrecision(
                 grad_reduce_bf16=st.session_state["grad_reduce_bf16"],
                 param_remainders=st.session_state["param_remainders"],

@@ -48,6 +48,8 @@ def sidebar_stack(tr: Labels, model: ModelSpec | None) -> tuple[Stack, StackSwit
         st.checkbox(tr("partition_activations"), key="partition_activations", help=tr("partition_activations_help"))
     if stack.overlaps_moe_a2a:  # its combined 1F1B schedule only (deepseek-v3's profile has DualPipe)
         st.checkbox(tr("moe_a2a_overlap"), key="moe_a2a_overlap", help=tr("moe_a2a_overlap_help"))
+    if stack.overlaps_tp_comm:  # Megatron-Core's userbuffers (the other profiles have no TP overlap to drop)
+        st.checkbox(tr("tp_comm_overlap"), key="tp_comm_overlap", help=tr("tp_comm_overlap_help"))
     if stack.reduces_grads_in_bf16:  # Megatron's gradient buffers; the FSDP2 stacks keep fp32 shards
         st.checkbox(tr("grad_reduce_bf16"), key="grad_reduce_bf16", help=tr("grad_reduce_bf16_help"))
     if stack.stores_param_remainders:  # Megatron-Core's precision-aware optimizer

@@ -32,12 +32,14 @@ from planner.accuracy.regime import (
     LONG_SEQUENCE_TOKENS,
     LONGEST_SEQUENCE_DOUBLINGS,
     NODE_GPUS,
+    TUNED_RECIPE_WORDS,
     Feature,
     Regime,
     crosses_nodes,
     feature_bits,
     link_apart_label,
     long_sequence,
+    tuned_recipes,
     zero3_shards_across_nodes,
 )
 from planner.accuracy.residuals import source_name
@@ -137,10 +139,12 @@ def regime_for(
     named_kernel: str = "",
     gpus_per_node: int | None = None,
     scaleup_domain_size: int = NODE_GPUS,
+    tp_overlap_off: bool = False,
 ) -> Regime:
     """The regime of one configuration (``layout`` resolved; ``moe``: the model routes to experts;
     ``named_kernel``: the attention kernel the user named, "" for the stack's own; ``gpus_per_node``:
-    the job's, default the whole job on one node; ``scaleup_domain_size``: its node's, ``crosses_nodes``)."""
+    the job's, default the whole job on one node; ``scaleup_domain_size``: its node's, ``crosses_nodes``;
+    ``tp_overlap_off``: the stack's TP overlap turned off, ``Stack.tp_overlap_off``)."""
     fp8, hf = training.precision == Precision.FP8, training.impl == Implementation.HF
     per_node = layout.world_size if gpus_per_node is None else gpus_per_node
     fsdp = layout.sharding == Sharding.FSDP
@@ -158,6 +162,7 @@ def regime_for(
         bool(named_kernel),
         zero3,
         crosses_nodes(layout.world_size, per_node, scaleup_domain_size),
+        tp_overlap_off,
     )
     generation = band_generation(gpu, layout.world_size > 1)
     return Regime(stack, generation, int(bits), int(long_sequence(training.seq_len)), named_kernel)
@@ -172,11 +177,11 @@ def ceiling_of(regime: Regime, gpu: GPUSpec, calibrated: bool) -> Ceiling | None
     return shipped_base().ceilings.ceiling(replace(regime, generation=regime_generation(gpu)))
 
 
-def _row_keys(c: Candidates, moe: bool, stack: str, named_kernel: str = "") -> np.ndarray:
+def _row_keys(c: Candidates, moe: bool, stack: str, named_kernel: str = "", tp_overlap_off: bool = False) -> np.ndarray:
     """A key per row: its GPU and feature bits (the regime, for ``stack``); kept for the
     last table (its ceilings and each quantile pass ask for them)."""
-    term = f"regime_keys_{stack}_{named_kernel}"  # ``other`` is kept by identity
-    return once_per_table(term, c, moe, lambda: _regime_keys(c, moe, stack, named_kernel))
+    term = f"regime_keys_{stack}_{named_kernel}_{tp_overlap_off}"  # ``other`` is kept by identity
+    return once_per_table(term, c, moe, lambda: _regime_keys(c, moe, stack, named_kernel, tp_overlap_off))
 
 
 # A regime key: ((GPU index x SEQUENCE_KEYS) + the long sequence's doublings + 1, or 0 for a
@@ -184,13 +189,12 @@ def _row_keys(c: Candidates, moe: bool, stack: str, named_kernel: str = "") -> n
 SEQUENCE_KEYS = LONGEST_SEQUENCE_DOUBLINGS + 2
 
 
-def _regime_keys(c: Candidates, moe: bool, stack: str, named_kernel: str) -> np.ndarray:
+def _regime_keys(c: Candidates, moe: bool, stack: str, named_kernel: str, tp_overlap_off: bool = False) -> np.ndarray:
     fp8, hf, kernel = c.precision == PREC_FP8, c.impl == IMPL_HF, bool(named_kernel)
     zero3 = zero3_shards_across_nodes(stack, c.sharding == SHARD_FSDP, c.dp_shard, c.tp, c.cp, c.gpus_per_node)
     multi_node = crosses_nodes(c.num_gpus, c.gpus_per_node, c.scaleup_domain_size)
-    bits = feature_bits(
-        c.tp, c.pp, c.cp, c.seq_len, moe, fp8, c.num_gpus, hf, c.offload.astype(bool), kernel, zero3, multi_node
-    )
+    facts = (c.tp, c.pp, c.cp, c.seq_len, moe, fp8, c.num_gpus, hf, c.offload.astype(bool), kernel, zero3)
+    bits = feature_bits(*facts, multi_node, tp_overlap_off)
     long = long_sequence(c.seq_len)
     octave = np.where(long > 0, np.log2(np.maximum(long, 1) / LONG_SEQUENCE_TOKENS) + 1, 0).astype(np.int64)
     return (np.asarray(c.gpu_index, dtype=np.int64) * SEQUENCE_KEYS + octave) * FEATURE_SPAN + bits
@@ -228,6 +232,7 @@ def mfu_ceilings(
     calibrated: frozenset[str] = frozenset(),
     named_kernel: str = "",
     coarse: bool = False,
+    tp_overlap_off: bool = False,
 ) -> np.ndarray:
     """Each row's efficiency ceiling (NaN: none), by its regime (its scale among its features);
     ``coarse``: the model's experts are as wide as a dense FFN (``ceiling_regime``)."""
@@ -238,7 +243,7 @@ def mfu_ceilings(
         ceiling = ceiling_of(regime, gpu, gpu.id in calibrated)
         return (np.nan if ceiling is None else ceiling.mfu,)
 
-    return _per_key(_row_keys(c, moe, stack, named_kernel), value)[:, 0]
+    return _per_key(_row_keys(c, moe, stack, named_kernel, tp_overlap_off), value)[:, 0]
 
 
 @functools.lru_cache(maxsize=4096)  # thread-safe; a plan and its median re-solve ask the same regimes
@@ -256,6 +261,7 @@ def time_factors(
     moe: bool,
     quantiles: Sequence[float],
     named_kernel: str = "",
+    tp_overlap_off: bool = False,
 ) -> list[np.ndarray]:
     """Each row's quantiles of measured / predicted time (planner/accuracy/bands.py), one array
     per quantile (``Risk.quantile``, ``BAND_QUANTILES``)."""
@@ -265,7 +271,7 @@ def time_factors(
         generation = band_generation(gpus[g], bits & Feature.MULTI_GPU)
         return regime_time_factors(base, Regime(stack, generation, bits, seq, named_kernel), tuple(quantiles))
 
-    table = _per_key(_row_keys(c, moe, stack, named_kernel), factors)
+    table = _per_key(_row_keys(c, moe, stack, named_kernel, tp_overlap_off), factors)
     return [table[:, i] for i in range(len(quantiles))]
 
 
@@ -304,6 +310,7 @@ def envelope_words(ev: Evidence, circular: bool = False, seq_len: int | None = N
     if ev.validated:
         names = ", ".join(source_name(source) for source in ev.exact_sources)
         rows = f"{ev.exact_rows} held-out row{'s' if ev.exact_rows > 1 else ''} ({names})"
+        rows += f", {TUNED_RECIPE_WORDS}" if tuned_recipes(ev.regime.stack) else ""  # heldout51 H1
         if circular:  # review s31: "validated" and "not an independent check" in one sentence
             sets = "sets" if ev.exact_rows == 1 else "set"
             return (

@@ -91,6 +91,10 @@ class Feature(IntFlag):
     # DeepSpeed's ZeRO-3 with its shards over more than one node (``zero3_shards_across_nodes``): no row
     # of today's DeepSpeed measured it, and the 2021 code's did not fit the model (audit s44 M3)
     ZERO3_NODES = 4096
+    # Megatron-Core with tp > 1 and its recipes' --tp-comm-overlap turned off (--no-tp-comm-overlap): every
+    # megatron-core row is a tuned NeMo / Megatron-Bridge / MLPerf recipe that ran it (heldout51 H1:
+    # FlagPerf's plain Megatron-Core jobs did not, and erred past the band); no row is marked with it
+    TP_OVERLAP_OFF = 8192
 
 
 # Feature bits take values below this (a regime key per GPU: planner/accuracy/__init__.py).
@@ -139,6 +143,7 @@ FEATURE_WORDS: dict[Feature, str] = {
     Feature.CP: "cp > 1",
     Feature.KERNEL: "an attention kernel its stack would not pick",
     Feature.ZERO3_NODES: "DeepSpeed ZeRO-3 across nodes",
+    Feature.TP_OVERLAP_OFF: "TP comm overlap off (--no-tp-comm-overlap)",
 }
 
 
@@ -161,6 +166,18 @@ def crosses_nodes(num_gpus, gpus_per_node, scaleup_domain_size) -> np.ndarray:
     node_domain = np.asarray(scaleup_domain_size) <= NODE_GPUS
     reach = np.where(node_domain, np.minimum(np.asarray(gpus_per_node), NODE_GPUS), NODE_GPUS)
     return np.asarray(num_gpus) > reach
+
+
+# The stacks whose band rows are all tuned vendor recipes, so that "validated" means validated on
+# those (heldout51 H1: FlagPerf's plain Megatron-Core 0.6 jobs, no --tp-comm-overlap, FlashAttention,
+# ran 21-31 % slower on H100 than estimates called "validated"). The envelope says so beside it.
+TUNED_RECIPE_STACKS = frozenset({Stack.MEGATRON_CORE.value})
+TUNED_RECIPE_WORDS = "tuned NeMo / Megatron-Bridge / MLPerf recipes (TP comm overlap, cuDNN attention)"
+
+
+def tuned_recipes(stack: str) -> bool:
+    """Whether ``stack``'s validated regimes are tuned recipes' (``TUNED_RECIPE_STACKS``)."""
+    return stack in TUNED_RECIPE_STACKS
 
 
 # A feature another implies, left unsaid beside it (trial s33 app: "more than one GPU, more than
@@ -195,13 +212,26 @@ def judged_kernels(kernels: np.ndarray, placed: np.ndarray, query_kernel: str) -
 
 
 def feature_bits(
-    tp, pp, cp, seq_len, moe, fp8, num_gpus, hf=False, offload=False, kernel=False, zero3_nodes=False, multi_node=None
+    tp,
+    pp,
+    cp,
+    seq_len,
+    moe,
+    fp8,
+    num_gpus,
+    hf=False,
+    offload=False,
+    kernel=False,
+    zero3_nodes=False,
+    multi_node=None,
+    tp_overlap_off=False,
 ) -> np.ndarray:
     """The ``Feature`` bits of each row (arrays or scalars of the layout's facts; ``hf``: Hugging
     Face's modules, ``offload``: optimizer states on the host, ``kernel``: a named attention kernel,
     timed from another kernel's rates by a factor or by its own tables, never measured in a stack's
     run as the user's choice: trial s24, flash3 / triton / eager bands were as narrow as FA2's;
-    ``multi_node``: a query's ``crosses_nodes``, None: a row's, over NODE_GPUS)."""
+    ``multi_node``: a query's ``crosses_nodes``, None: a row's, over NODE_GPUS; ``tp_overlap_off``: the
+    stack's TP overlap turned off, a feature only where tp > 1, where there is TP traffic to hide)."""
     multi_node = np.asarray(num_gpus) > NODE_GPUS if multi_node is None else np.asarray(multi_node, dtype=bool)
     bits = (
         (np.asarray(tp) > 1) * Feature.TP
@@ -217,6 +247,7 @@ def feature_bits(
         + np.asarray(offload, dtype=bool) * Feature.OFFLOAD
         + np.asarray(kernel, dtype=bool) * Feature.KERNEL
         + np.asarray(zero3_nodes, dtype=bool) * Feature.ZERO3_NODES
+        + (np.asarray(tp_overlap_off, dtype=bool) & (np.asarray(tp) > 1)) * Feature.TP_OVERLAP_OFF
     )
     return np.asarray(bits, dtype=np.int64)
 

@@ -148,6 +148,7 @@ def plan_from_row(
         measured_rates=rates_measured(calibration, gpu.id),
         trainer_rules=request.stack.trainer_rules,
         named_kernel=request.kernel_choice,
+        tp_overlap_off=request.tp_overlap_off,
     ).model_copy(
         update={
             "requested_global_batch_tokens": requested_batch_tokens(request),

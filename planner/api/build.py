@@ -48,6 +48,7 @@ def build_plan(
     network: str | None = None,
     optimizer_precision: OptimizerPrecision = DEFAULT_OPTIMIZER_PRECISION,
     run_losses: RunLossInputs = DEFAULT_RUN_LOSSES,
+    tp_comm_overlap: bool = True,
 ) -> Plan:
     """Estimate one given configuration and wrap it as a runnable Plan (``trainplan estimate``).
     ``requested_global_batch_tokens``: the batch asked for, recorded beside the one the layout makes.
@@ -59,14 +60,15 @@ def build_plan(
     ``partition_activations``: DeepSpeed's partitioned checkpoints (Megatron-DeepSpeed only).
     ``moe_a2a_overlap``: the expert all-to-alls under another micro-batch's compute (Megatron-Core only).
     ``optimizer_precision``: bf16 gradient buffers, 16-bit master remainders (Megatron only).
-    ``run_losses``: the user's own failure rate, checkpoint bandwidth and other run losses."""
-    problem = configuration_problem(
-        Stack(stack), model, layout, training, partition_activations, moe_a2a_overlap, attention, optimizer_precision
-    )
-    if problem:
+    ``run_losses``: the user's own failure rate, checkpoint bandwidth and other run losses.
+    ``tp_comm_overlap``: False turns off Megatron-Core's --tp-comm-overlap (megatron-core only)."""
+    choices = (partition_activations, moe_a2a_overlap, attention, optimizer_precision)
+    if problem := configuration_problem(Stack(stack), model, layout, training, *choices, tp_comm_overlap):
         raise problem
     chosen = settings or STACK_SETTINGS[stack]
-    settings = run_settings(chosen, attention, partition_activations, moe_a2a_overlap, optimizer_precision, run_losses)
+    settings = run_settings(
+        chosen, attention, partition_activations, moe_a2a_overlap, optimizer_precision, run_losses, tp_comm_overlap
+    )
     settings = settings.but(term=None if term_filled is None else term_billing(price_kind, term_filled))
     base, record = calibrated(catalog, calibration)
     catalog = catalog_on_network(base or load_catalog(), network)
@@ -91,6 +93,7 @@ def build_plan(
         # Another stack's plan is an estimate only: trainplan's trainer limits do not bind it.
         trainer_rules=Stack(stack).trainer_rules,
         named_kernel=kernel_choice(Stack(stack), attention),
+        tp_overlap_off=Stack(stack).tp_overlap_off(tp_comm_overlap),
     )
     if requested_global_batch_tokens is not None:
         est = est.model_copy(update={"requested_global_batch_tokens": requested_global_batch_tokens})
@@ -103,6 +106,7 @@ def build_plan(
         attention=attention,
         partition_activations=partition_activations,
         moe_a2a_overlap=moe_a2a_overlap,
+        tp_comm_overlap=tp_comm_overlap,
         optimizer_precision=optimizer_precision,
         run_losses=run_losses,
         network=network,

@@ -32,20 +32,29 @@ def judged_estimate(
     measured_rates: bool,
     trainer_rules: bool,
     named_kernel: str = "",
+    tp_overlap_off: bool = False,
 ) -> Estimate:
     """``estimate`` held at the efficiency ceiling of its regime, with the error band of every
     figure (planner/accuracy). The ceiling is lifted where a calibration file measured the GPU's
     kernel rates (``measured_rates``) or measured this very job (``measured_job_use``: a job of
     another shape corrects it by extrapolation, under the ceiling). ``named_kernel``: the attention
     kernel the user named, where its stack would not pick it (a recipe's kernel, in ``settings``, is its
-    stack's own; "": none)."""
+    stack's own; "": none); ``tp_overlap_off``: the stack's TP overlap turned off (``Stack.tp_overlap_off``)."""
     resolved = layout.resolve(num_gpus)
     # the nodes the estimate will hold the GPUs on: DeepSpeed's ZeRO-3 across them is a band
     # feature no row measured (the ceiling reads no node fact beyond the GPU count)
     node = catalog.node(gpu.default_node)
     per_node = gpus_per_node_of(num_gpus, num_nodes, node)
     regime = accuracy.regime_for(
-        Stack(stack).value, gpu, resolved, training, model.is_moe, named_kernel, per_node, node.scaleup_domain_size
+        Stack(stack).value,
+        gpu,
+        resolved,
+        training,
+        model.is_moe,
+        named_kernel,
+        per_node,
+        node.scaleup_domain_size,
+        tp_overlap_off,
     )
     shape = shape_words(model.name, num_gpus, gpu.id, resolved.describe(Stack(stack).fsdp_word), training, Stack(stack))
     job = measured_job_use(gpu, shape)

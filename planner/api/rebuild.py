@@ -48,9 +48,9 @@ def restack(
     training = plan_.training.model_copy(
         update={"impl": stack.modules or plan_.training.impl, "compile": plan_.training.compile and stack.compiles}
     )
-    kept = RunChoices(plan_.partition_activations, plan_.moe_a2a_overlap, plan_.optimizer_precision).kept_under(
-        Stack(stack)
-    )
+    kept = RunChoices(
+        plan_.partition_activations, plan_.moe_a2a_overlap, plan_.optimizer_precision, plan_.tp_comm_overlap
+    ).kept_under(Stack(stack))
     again = build_plan(
         plan_.model,
         plan_.gpu,
@@ -71,6 +71,7 @@ def restack(
         # (``dropped_choices`` says which went).
         partition_activations=kept.partition_activations,
         moe_a2a_overlap=kept.moe_a2a_overlap,
+        tp_comm_overlap=kept.tp_comm_overlap,
         optimizer_precision=kept.optimizer,
         run_losses=plan_.run_losses.but(run_losses),  # the user's figures hold whatever the stack
         network=plan_.network,
@@ -85,6 +86,7 @@ def dropped_choices(before: Plan, after: Plan) -> tuple[str, ...]:
     flags = (
         ("--partition-activations", before.partition_activations, after.partition_activations),
         ("--moe-a2a-overlap", before.moe_a2a_overlap, after.moe_a2a_overlap),
+        ("--no-tp-comm-overlap", before.tp_overlap_off, after.tp_overlap_off),
         (
             "--grad-reduce-in-bf16",
             before.optimizer_precision.grad_reduce_bf16,

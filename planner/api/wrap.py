@@ -55,6 +55,7 @@ class JobChoices:
     attention: AttentionKernel | None
     partition_activations: bool
     moe_a2a_overlap: bool
+    tp_comm_overlap: bool
     optimizer_precision: OptimizerPrecision
     run_losses: RunLossInputs
     network: str | None  # the catalog's own spelling (``canonical_network``); None: the GPU's default
@@ -70,6 +71,7 @@ class JobChoices:
             attention=request.attention,
             partition_activations=request.partition_activations,
             moe_a2a_overlap=request.moe_a2a_overlap,
+            tp_comm_overlap=request.tp_comm_overlap,
             optimizer_precision=request.optimizer_precision,
             run_losses=request.run_losses,
             network=canonical_network(catalog, request.network),
@@ -106,6 +108,7 @@ def wrapped_plan(
         attention=job.attention,
         partition_activations=job.partition_activations,
         moe_a2a_overlap=job.moe_a2a_overlap,
+        tp_comm_overlap=job.tp_comm_overlap,
         optimizer_precision=job.optimizer_precision,
         run_losses=job.run_losses,
         network=job.network,

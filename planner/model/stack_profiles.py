@@ -203,6 +203,19 @@ def moe_a2a_overlapped(settings: ModelingSettings) -> ModelingSettings:
     return settings.but(ep_comm_overlap=1.0, ep_overlap_needs_pairs=True)
 
 
+def tp_overlap_unbuffered(settings: ModelingSettings) -> ModelingSettings:
+    """``settings`` without Megatron-Core's --tp-comm-overlap (``--no-tp-comm-overlap``): no
+    userbuffers pipelining of the sequence-parallel all-gathers and reduce-scatters into the GEMMs.
+    What Megatron still hides then is timed at trainplan's named default share (ModelingSettings
+    ``tp_comm_overlap``, which assumes no such overlap; nothing fitted here): without userbuffers its
+    linears still issue the backward's input all-gather and gradient reduce-scatter asynchronously,
+    under the dgrad and wgrad GEMMs (Megatron-LM core_v0.6.0 megatron/core/tensor_parallel/layers.py,
+    ``async_op=True``; TransformerEngine v1.3 module/linear.py, "Overlap input AG with dgrad",
+    "Overlap dgrad-RS/AR with wgrad"), while the forward's wait on the critical path. That mechanism
+    is why some share is hidden; the 0.3 itself is the default's, not derived from it."""
+    return settings.but(tp_comm_overlap=DEFAULT_SETTINGS.tp_comm_overlap)
+
+
 def a2a_overlap_refused(ep, pp, vpp, ac) -> np.ndarray:
     """Where Megatron-Core refuses --overlap-moe-expert-parallel-comm (arrays or scalars; ``ac``
     as candidate codes): TransformerConfig asserts expert parallelism (ep > 1), the interleaved

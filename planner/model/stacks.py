@@ -277,6 +277,20 @@ class Stack(StrEnum):
         return self is Stack.MEGATRON_CORE
 
     @property
+    def overlaps_tp_comm(self) -> bool:
+        """Whether --no-tp-comm-overlap is one of its choices: its profile times the tensor-parallel
+        collectives under Megatron-Core's --tp-comm-overlap (TransformerEngine userbuffers), as the
+        NeMo / Megatron-Bridge recipes it was fitted on run them (heldout51 H1: FlagPerf's plain
+        Megatron-Core jobs pass no such flag). Megatron-LM of 2021-22 and Megatron-DeepSpeed have no
+        userbuffers (their profiles hide no TP traffic); deepseek-v3's HAI-LLM runs tp 1."""
+        return self is Stack.MEGATRON_CORE
+
+    def tp_overlap_off(self, tp_comm_overlap: bool) -> bool:
+        """Whether a run turns off the TP overlap its profile assumes (``overlaps_tp_comm``): with
+        tp > 1, a band feature no row measured (planner/accuracy/regime.py ``Feature.TP_OVERLAP_OFF``)."""
+        return self.overlaps_tp_comm and not tp_comm_overlap
+
+    @property
     def partitions_activations(self) -> bool:
         """Whether --partition-activations is one of its choices: DeepSpeed's activation checkpointing
         under Megatron's tensor parallelism (Megatron-DeepSpeed's --partition-activations)."""

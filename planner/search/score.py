@@ -281,12 +281,21 @@ def row_evidence(
 ) -> RowEvidence:
     """The evidence columns of ``c`` for the request's stack and risk (``calibrated``: the GPU ids
     a calibration file measured, whose ceiling it lifts)."""
-    moe, named = request.model.is_moe, request.kernel_choice
+    moe, named, off = request.model.is_moe, request.kernel_choice, request.tp_overlap_off
     quantiles = (request.risk.quantile, *BAND_QUANTILES)
-    risk, lo, hi = accuracy.time_factors(c, gpus, request.stack.value, moe, quantiles, named_kernel=named)
+    risk, lo, hi = accuracy.time_factors(
+        c, gpus, request.stack.value, moe, quantiles, named_kernel=named, tp_overlap_off=off
+    )
     # a coarse-expert model is held at the dense ceiling (planner/accuracy/ceiling.py)
     ceilings = accuracy.mfu_ceilings(
-        c, gpus, request.stack.value, moe, calibrated, named_kernel=named, coarse=coarse_experts(request.model)
+        c,
+        gpus,
+        request.stack.value,
+        moe,
+        calibrated,
+        named_kernel=named,
+        coarse=coarse_experts(request.model),
+        tp_overlap_off=off,
     )
     if any(g.measured_job is not None for g in gpus):  # its own shape is its measurement: not held
         ceilings = np.where(measured_job_rows(c, gpus, request.model.name, request.stack), np.nan, ceilings)
