@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -37,6 +38,20 @@ from trainer.locks import no_run_in
 JOB_FILES = ("job.json", "launch.sh", "slurm.sbatch", "k8s.yaml", "README.md")
 
 
+@dataclass(frozen=True)
+class EmitFlags:
+    """How the command that emits names its job directory and its override in a refusal: emit's
+    --out and --force; portfolio --emit names its directory --emit and has no --force (fleet51 L2:
+    its refusal offered both flags it lacks)."""
+
+    out: str = "--out"
+    force: bool = True
+
+    def or_force(self, words: str = "") -> str:
+        """', or --force' (and ``words``) where the command has it, else ''."""
+        return f", or --force{words}" if self.force else ""
+
+
 def emit_job(
     plan: Plan,
     out_dir: Path,
@@ -51,6 +66,7 @@ def emit_job(
     name_folder: bool = True,
     launcher: bool = False,
     check_only: bool = False,
+    flags: EmitFlags = EmitFlags(),
 ) -> Path:
     """Write the job directory ``out_dir`` and return the path of its ``job.json`` (``check_only``:
     every check, nothing written: a portfolio checks all its jobs before it writes one). ``calibration``:
@@ -58,7 +74,8 @@ def emit_job(
     slurm.sbatch and k8s.yaml pin beyond the plan (None: ClusterSettings' defaults). ``name_folder``
     False: the README and slurm.sbatch do not name the folder it was written to (a temporary folder
     its reader never sees, as the app's zip: trial s33). ``launcher``: the caller is the launcher
-    that holds the job's lock, re-emitting between its launches (trainer/replan.py).
+    that holds the job's lock, re-emitting between its launches (trainer/replan.py). ``flags``: how
+    refusals name the directory and the override (``EmitFlags``).
 
     Refused: another stack's plan (``Plan.emittable``); unless ``force``, an infeasible plan, and a
     directory that holds something else (another job's plan, or files that are not a job: emit
@@ -76,7 +93,7 @@ def emit_job(
     try:
         out_dir = Path(out_dir).expanduser().resolve()
     except (RuntimeError, OSError) as exc:  # Python 3.11: RuntimeError for a symlink loop
-        raise ValueError(f"--out {out_dir}: cannot resolve the path ({exc})") from None
+        raise ValueError(f"{flags.out} {out_dir}: cannot resolve the path ({exc})") from None
     run = warmup_schedule(checkpoint_interval(plan, _absolute_paths(run)))
     applied = apply_run_overrides(plan, run, calibration)
     if not applied.estimate.feasible and not force:
@@ -96,16 +113,16 @@ def emit_job(
     # not even with --force: a live run would go on under the old job (trial49 M2)
     with contextlib.nullcontext() if launcher else no_run_in(out_dir):
         if not force:
-            check_emit_target(out_dir, spec)
-        check_checkpoints_model(out_dir, spec)
-        return out_dir / "job.json" if check_only else _write_job(out_dir, spec, name_folder)
+            check_emit_target(out_dir, spec, flags)
+        check_checkpoints_model(out_dir, spec, flags)
+        return out_dir / "job.json" if check_only else _write_job(out_dir, spec, name_folder, flags)
 
 
-def _write_job(out_dir: Path, spec: JobSpec, name_folder: bool) -> Path:
+def _write_job(out_dir: Path, spec: JobSpec, name_folder: bool, flags: EmitFlags) -> Path:
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:  # a file of that name, a read-only parent, ...
-        raise ValueError(f"--out {out_dir}: cannot create the job directory ({exc.strerror})") from None
+        raise ValueError(f"{flags.out} {out_dir}: cannot create the job directory ({exc.strerror})") from None
     job_json = spec.save(out_dir)
     write_atomic(out_dir / "launch.sh", render_launch_sh(spec), executable=True)
     write_atomic(out_dir / "slurm.sbatch", render_slurm(spec, out_dir if name_folder else None), executable=True)
@@ -114,7 +131,7 @@ def _write_job(out_dir: Path, spec: JobSpec, name_folder: bool) -> Path:
     return job_json
 
 
-def check_checkpoints_model(out_dir: Path, spec: JobSpec) -> None:
+def check_checkpoints_model(out_dir: Path, spec: JobSpec, flags: EmitFlags = EmitFlags()) -> None:
     """Refuse, even with --force (documented for new settings and layouts, which a resume takes),
     a directory whose checkpoints hold another model: its run would refuse them only after the
     queue (trial49 L6). The fingerprint is the one the workers compare, of job.json as they read it."""
@@ -126,9 +143,10 @@ def check_checkpoints_model(out_dir: Path, spec: JobSpec) -> None:
     for path, identity in reversed(saved):
         if not mine.holds(identity):
             raise ValueError(
-                f"--out {out_dir}: its checkpoint {path.name} holds {identity.description}, but this plan is for"
-                f" {mine.description}; a job's checkpoints resume the same model only (--force rewrites settings"
-                f" and layouts): emit into a new directory, or move {out_dir / CHECKPOINT_DIR} aside"
+                f"{flags.out} {out_dir}: its checkpoint {path.name} holds {identity.description}, but this plan is"
+                f" for {mine.description}; a job's checkpoints resume the same model only"
+                + (" (--force rewrites settings and layouts)" if flags.force else "")
+                + f": emit into a new directory, or move {out_dir / CHECKPOINT_DIR} aside"
             )
 
 
@@ -158,7 +176,7 @@ def check_inputs_read(run: RunSettings, vocab_size: int) -> None:
             raise ValueError(f"--data {exc}") from None
 
 
-def check_emit_target(out_dir: Path, spec: JobSpec) -> None:
+def check_emit_target(out_dir: Path, spec: JobSpec, flags: EmitFlags = EmitFlags()) -> None:
     """Refuse a directory that holds another plan's job, or files that are not a job."""
     if not out_dir.is_dir():
         return
@@ -168,24 +186,30 @@ def check_emit_target(out_dir: Path, spec: JobSpec) -> None:
             other = JobSpec.load(out_dir)
         except ValueError:
             raise ValueError(
-                f"--out {out_dir}: holds a job.json that is not a valid job; use --force to replace it"
+                f"{flags.out} {out_dir}: holds a job.json that is not a valid job; emit into a new directory"
+                + flags.or_force(" to replace it")
             ) from None
+        saved = list_checkpoints(out_dir / CHECKPOINT_DIR)
         if other.plan.model != spec.plan.model or other.plan.layout != spec.plan.layout:
+            ckpts = " and its checkpoints" if saved else ""  # fleet51 L2: said where there were none
             raise ValueError(
-                f"--out {out_dir}: holds another job ({one_line_comment(other.name)}: {one_line_comment(other.plan.model.name)}, "
-                f"{other.plan.layout.describe()}) and its checkpoints; emit into a new directory, or --force"
+                f"{flags.out} {out_dir}: holds another job ({one_line_comment(other.name)}:"
+                f" {one_line_comment(other.plan.model.name)}, {other.plan.layout.describe()}){ckpts}; emit into a new"
+                " directory" + flags.or_force()
             )
         changes = training_changes(other.run, spec.run)
         # trial s33: a new --lr was written over a run that resumed with the old one
-        if changes and (saved := list_checkpoints(out_dir / CHECKPOINT_DIR)):
+        if changes and saved:
             raise ValueError(
-                f"--out {out_dir}: holds this job's checkpoints (up to step {saved[-1][0]}) under other settings"
-                f" ({', '.join(changes)}); a resumed run would change course at that step: emit into a new"
-                " directory, or --force to resume under the new settings"
+                f"{flags.out} {out_dir}: holds this job's checkpoints (up to step {saved[-1][0]}) under other"
+                f" settings ({', '.join(changes)}); a resumed run would change course at that step: emit into a new"
+                " directory" + flags.or_force(" to resume under the new settings")
             )
         return
     if any(out_dir.iterdir()):
-        raise ValueError(f"--out {out_dir}: the directory is not empty and holds no job; use a new one, or --force")
+        raise ValueError(
+            f"{flags.out} {out_dir}: the directory is not empty and holds no job; use a new one" + flags.or_force()
+        )
 
 
 # The run settings that change what a resumed run trains (the others: when it checkpoints,

@@ -172,12 +172,15 @@ def emitted_jobs(solution, emit_dir: Path, k8s: K8sNames, cluster: ClusterSettin
     (plan_portfolio's calibration); ``k8s`` and ``cluster`` (the cluster flags) go to every job's scripts.
     Every job is checked before any is written: a refusal leaves no half-written portfolio (s50: a
     ``--slurm-time`` too short for the third job's grace left the first two on disk)."""
-    from trainer.job import default_steps, emit_job
+    from trainer.job import EmitFlags, default_steps, emit_job
     from trainer.job_spec import RunSettings
+
+    flags = EmitFlags(out="--emit", force=False)  # fleet51 L2: its refusals offered --out and --force
 
     def emit(a, check_only: bool) -> Path:
         run = RunSettings(steps=default_steps(a.plan))
-        return emit_job(a.plan, emit_dir / a.job, name=a.job, run=run, cluster=cluster, check_only=check_only, **k8s)
+        target = emit_dir / a.job
+        return emit_job(a.plan, target, name=a.job, run=run, cluster=cluster, check_only=check_only, flags=flags, **k8s)
 
     for a in solution.assignments:
         emit(a, check_only=True)

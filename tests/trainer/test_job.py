@@ -837,3 +837,27 @@ def test_emit_sets_validation_and_checkpoint_retention(tmp_path: Path) -> None:
     run = JobSpec.load(out).run
     assert (run.eval_every, run.keep_checkpoints) == (10, 3)
     assert main(["emit", str(plan_file), "--out", str(tmp_path / "bad"), "--keep-checkpoints", "0"]) == 2
+
+
+def test_a_refusal_names_the_flags_of_the_command_that_emits(tmp_path: Path) -> None:
+    """fleet51 L2: portfolio --emit into another plan's job directory was told to use --out or --force,
+    flags portfolio lacks, and of "its checkpoints" where there were none."""
+    from trainer.job import EmitFlags, emit_job
+    from trainer.job_spec import RunSettings
+
+    small = jobs.make_plan(Layout(dp_shard=1), TrainingConfig(seq_len=32, micro_batch=2, precision="fp32"), 1)
+    other = jobs.make_plan(
+        Layout(dp_shard=1, sharding="zero1"), TrainingConfig(seq_len=32, micro_batch=2, precision="fp32"), 1
+    )
+    target = tmp_path / "job"
+    emit_job(small, target, name="a", run=RunSettings(steps=2))
+    assert other.layout != small.layout
+    for flags, said, unsaid in (
+        (EmitFlags(), f"--out {target}: holds another job", ()),
+        (EmitFlags(out="--emit", force=False), f"--emit {target}: holds another job", ("--force", "--out")),
+    ):
+        with pytest.raises(ValueError) as info:
+            emit_job(other, target, name="b", run=RunSettings(steps=2), flags=flags)
+        words = str(info.value)
+        assert words.startswith(said) and "checkpoints" not in words and not any(u in words for u in unsaid)
+    assert str(info.value).endswith("emit into a new directory")
