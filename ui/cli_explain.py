@@ -29,7 +29,9 @@ from ui.cli_run_losses import (
 
 def explain(
     plan_file: Path = typer.Argument(..., help="a plan.json (or an emitted job.json: the plan it holds)"),
-    stack: Stack | None = typer.Option(None, help="re-estimate the plan for this stack (default: the plan's)"),
+    stack: Stack | None = typer.Option(
+        None, help="re-estimate the plan for this stack: " + ", ".join(Stack) + " (default: the plan's)"
+    ),
     calibration: Path | None = typer.Option(None, help=CALIBRATION_HELP + " (re-estimates the plan)"),
     no_calibration: bool = NO_CALIBRATION,
     failure_rate_x: float | None = FAILURE_RATE_X,

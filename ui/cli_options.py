@@ -20,6 +20,8 @@ from planner.layout import Precision, Sharding
 from planner.model.stacks import DEEPSPEED_FSDP_WORD, Stack
 from planner.request import DEFAULT_SEQ_LEN, DEFAULT_TOP_K
 from planner.search.space import DEFAULT_MAX_GPUS
+from ui.help_layout import install as install_help_layout
+from ui.help_layout import short_metavar
 from ui.inputs import Requirement, must_be, pydantic_requirement
 
 if TYPE_CHECKING:
@@ -335,7 +337,7 @@ STACK_HELP = (
 
 # The options estimate and plan declare alike (ui/cli.py).
 MODEL = typer.Option(..., help="preset name or path to a Hugging Face config.json")
-PRECISION = typer.Option(Precision.BF16, help="training precision")
+PRECISION = typer.Option(Precision.BF16, help="training precision: " + ", ".join(Precision))
 IMPL = typer.Option(None, help=IMPL_HELP)
 STACK = typer.Option(Stack.TRAINPLAN, help=STACK_HELP)
 ATTENTION = typer.Option(None, help=ATTENTION_HELP)
@@ -343,10 +345,11 @@ CALIBRATION = typer.Option(None, help=CALIBRATION_HELP)
 
 
 def _hide_flag_type(display_type_rich):
-    """Typer's rich help prints ``<bool>`` beside flags, which take no value (its plain help does not)."""
+    """Typer's rich help prints ``<bool>`` beside flags, which take no value (its plain help does not);
+    a long choice list is shown by its option's name (ui/help_layout.py)."""
 
     def display(self, ctx):
-        return None if self.is_flag or self.count else display_type_rich(self, ctx)
+        return None if self.is_flag or self.count else short_metavar(self.name, display_type_rich(self, ctx))
 
     return display
 
@@ -355,6 +358,7 @@ if hasattr(typer.core, "TyperOption") and hasattr(typer.core.TyperOption, "displ
     typer.core.TyperOption.display_type_rich = _hide_flag_type(  # type: ignore[method-assign]
         typer.core.TyperOption.display_type_rich
     )
+install_help_layout()
 
 
 class DeviceChoice(StrEnum):

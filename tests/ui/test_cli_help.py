@@ -2,6 +2,7 @@
 
 import io
 import os
+import re
 import subprocess
 import sys
 from contextlib import redirect_stderr, redirect_stdout
@@ -161,3 +162,49 @@ def test_the_job_script_flags_stand_apart(command: str) -> None:
     panel = text.index(SCRIPTS_PANEL)
     assert all(text.index(flag.flag) > panel for flag in CLUSTER_FLAGS.values())
     assert text.index("--k8s-image") > panel and text.index("--json" if command == "portfolio" else "--out") < panel
+
+
+def help_at(columns: int, *args: str) -> str:
+    """``help_text`` at another terminal width."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(TERMINAL, "COLUMNS", str(columns))
+        return help_text(*args)
+
+
+@pytest.mark.parametrize("name", ["plan", "estimate", "portfolio"])
+def test_option_names_are_whole_at_80_columns(name):
+    """Buyer trial s50 L1: at 80 columns rich cut plan's names ('--partition-activati…', 9 of them),
+    so they could not be copied; every name, a flag's negative form too, is whole now, and no word
+    of the help ends in '…' (a path wider than the column folds onto the next line)."""
+    text = help_at(80, name)
+    shown = {word.strip("│,/") for line in text.splitlines() for word in line.replace("/", " ").split()}
+    command = COMMAND.commands[name]
+    names = [opt for p in command.params for opt in (*p.opts, *p.secondary_opts) if opt.startswith("-")]
+    assert len(names) > 5 and not [n for n in names if n not in shown], [n for n in names if n not in shown]
+    assert "…" not in text and max(len(line) for line in text.splitlines()) <= 80
+
+
+def test_a_long_choice_list_is_named_and_its_help_lists_the_choices():
+    """The type column keeps typer's choice list up to MAX_METAVAR_CHARS; a longer one ('<trainplan|
+    torchtitan|...>', 112 characters, took the help's width at 80 columns) shows the option's name,
+    so its help must name every choice."""
+    import click
+
+    from ui.help_layout import MAX_METAVAR_CHARS
+
+    shortened = 0
+    for name in NAMES:
+        command = COMMAND.commands[name]
+        ctx = click.Context(command, info_name=name)
+        for param in command.params:
+            if not isinstance(param, typer.core.TyperOption) or param.is_flag:
+                continue
+            full = param.metavar or param.display_type(ctx) or ""  # typer's own, before ours
+            if param.display_type_rich(ctx=ctx) == full:
+                continue
+            assert len(full) > MAX_METAVAR_CHARS and "|" in full, (name, param.name, full)
+            choices = full.removeprefix("<list[").strip("<>[]").split("|")
+            words = re.findall(r"[\w.-]+", param.help)
+            assert not [c for c in choices if c not in words], (name, param.name, choices, param.help)
+            shortened += 1
+    assert shortened >= 5  # --stack, --attention, --ac, --precision (plan, estimate), --objective, --device
