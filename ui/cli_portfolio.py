@@ -120,7 +120,7 @@ def portfolio(
     words = (w.words() for w in price_notes)
     solution = replace(solution, warnings=(*past_horizon(spec), *solution.warnings, *words))
     prices = held_purchase_prices(catalog, solution.held_types, given)  # those the owned rates are at
-    basis = render_portfolio.owned_basis_words(prices, spec.ownership.tco()) if prices else None
+    basis = render_portfolio.OwnedBasis(prices, spec.ownership.tco()) if prices else None
     render.portfolio(solution, as_json=as_json, emitted=emitted, owned_basis=basis, calibration=chosen, prices=rents)
 
 

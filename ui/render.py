@@ -298,19 +298,21 @@ def estimate(p: Plan, *, as_json: bool, saved_to: Path | None, calibration=None,
 # one shape either way (trial s26: plan --json had different top-level keys when infeasible).
 INFEASIBLE_KEYS = (
     "reason", "constraint", "detail", "fix", "required", "available", "unit", "more_gpus_help", "batch_tokens",
-    "batch_seconds", "named_plan", "within_budget_seconds", "deadline_seconds", "more_gpus_plan", "job", "jobs",
+    "batch_seconds", "named_plan", "within_budget_seconds", "deadline_seconds", "more_gpus_plan", "job",
+    "infeasible_jobs",
 )  # fmt: skip
 
 
 def no_infeasibility() -> dict:
-    """A feasible answer's INFEASIBLE_KEYS: null, and no job without an answer."""
-    return {**dict.fromkeys(INFEASIBLE_KEYS), "jobs": []}
+    """A feasible answer's INFEASIBLE_KEYS: null, and no job without an answer (named apart from a
+    portfolio's jobs: "jobs": [] beside its "assignments" read as no jobs, buyer trial s50 L5)."""
+    return {**dict.fromkeys(INFEASIBLE_KEYS), "infeasible_jobs": []}
 
 
 def infeasible_json(exc) -> dict:
     """An InfeasiblePlan's typed fields. ``required`` / ``available`` are in the constraint's unit
     (``Constraint.unit``, given as ``unit``) for scripts (trial s25: the numbers were only in the
-    prose); ``jobs``: each job's own answer."""
+    prose); ``infeasible_jobs``: each job's own answer, where several cannot run alone."""
     return {
         "constraint": exc.constraint.value,
         "detail": exc.detail,
@@ -332,7 +334,7 @@ def infeasible_json(exc) -> dict:
         # (trial s48 M7: only the fix's prose named the count)
         "more_gpus_plan": None if exc.more_gpus is None else dataclasses.asdict(exc.more_gpus),
         "job": exc.job,  # the one job of several the answer is of
-        "jobs": [{"job": name, **infeasible_json(job)} for name, job in exc.jobs],
+        "infeasible_jobs": [{"job": name, **infeasible_json(job)} for name, job in exc.jobs],
     }
 
 
@@ -459,11 +461,12 @@ def portfolio(
     *,
     as_json: bool,
     emitted: dict[str, Path] | None = None,
-    owned_basis: str | None = None,
+    owned_basis=None,
     calibration=None,
     prices: dict | None = None,
 ) -> None:
     """``emitted``: job name -> the job.json written for it (``trainplan portfolio --emit``);
+    ``owned_basis``: what the owned-GPU rate rests on (ui.render_portfolio.OwnedBasis);
     ``calibration``: the file the jobs were planned with (ui.calibration.CalibrationChoice);
     ``prices``: each rented or reserved type's ``HeldPrice``."""
     from ui.render_portfolio import portfolio as render_portfolio  # it imports this module's ``out``

@@ -4,6 +4,8 @@ and the envelope word (planner/api/portfolio.py ``job_figures``; trial s19, find
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass
 from pathlib import Path
 
 from rich.table import Table
@@ -13,6 +15,7 @@ from planner.catalog.held_price import HeldPrice, rates_line
 from planner.catalog.prices import PriceBasis
 from planner.fmt import counted, money, money_band, number_band
 from planner.plan_accuracy import Standing
+from planner.search.ownership import TcoAssumptions
 from planner.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 from ui.render import (
     add_columns,
@@ -88,6 +91,13 @@ def job_row(a, figures: JobFigures, held: tuple[str, ...], reserved: tuple[str, 
         risk=figures.risk.value,
         days=figures.days,
         days_band=figures.days_band,
+        # the model's own figures beside the risk's, and the throughput behind them, as plan --json
+        # gives them (buyer trial s50 L5: only the risk's days and cost)
+        model_days=figures.model_days,
+        model_cost_usd=figures.model_cost_usd,
+        tokens_per_s=a.plan.estimate.throughput.tokens_per_s,
+        mfu=a.plan.estimate.throughput.mfu,
+        model_mfu=a.plan.estimate.model_mfu,  # the model's own where the efficiency ceiling holds it, else null
         cost_usd=a.cost_usd,
         cost_basis=cost_basis(a, held, reserved),
         price_kind=None if a.gpu_id in held else a.plan.price_kind,  # owned GPUs are not rented
@@ -108,6 +118,7 @@ def job_row(a, figures: JobFigures, held: tuple[str, ...], reserved: tuple[str, 
 PORTFOLIO_KEYS = (
     "warnings", "assignments", "total_cost_usd", "total_cost_band_usd", "idle_cost_usd", "idle_cost_band_usd",
     "makespan_days", "makespan_band_days", "solver", "exact", "stopped_gap", "lower_bound", "lanes", "owned_rate_basis",
+    "owned_rate",
     "job_dirs",
     "reserved", "reserved_cost_usd", "billed_usd", "run_losses",
 )  # fmt: skip
@@ -145,6 +156,36 @@ def reserved_words(r) -> str:
     )
 
 
+@dataclass(frozen=True)
+class OwnedBasis:
+    """What the owned-GPU rate rests on: ``prices``, each held type's purchase price and whether the
+    jobs file gave it (None: no price, priced at its rent; ``held_purchase_prices``), and ``tco``, the
+    ownership settings (planner/search/ownership.py)."""
+
+    prices: dict[str, tuple[float | None, bool]]
+    tco: TcoAssumptions
+
+    def words(self) -> str:
+        """``owned_basis_words``."""
+        return owned_basis_words(self.prices, self.tco)
+
+    def json(self, held_usd_per_gpu_hour: dict[str, float]) -> dict:
+        """The same, typed (buyer trial s50 L5: only prose): each held type's price and the rate it
+        gives (``held_usd_per_gpu_hour``: the portfolio's own), then the ownership settings."""
+        gpus = [
+            {
+                "gpu": gpu,
+                "purchase_usd": usd,
+                "purchase_usd_given": given,  # false: the catalog's estimate
+                # each hour held, busy or idle; a job's hours add its power (the assignments'
+                # cost_per_gpu_hour_usd)
+                "held_usd_per_gpu_hour": held_usd_per_gpu_hour.get(gpu),
+            }
+            for gpu, (usd, given) in sorted(self.prices.items())
+        ]
+        return {"gpus": gpus, **dataclasses.asdict(self.tco)}
+
+
 def owned_basis_words(prices: dict[str, tuple[float | None, bool]], tco) -> str:
     """What the owned-GPU rate rests on (trial s36: the $48k per H100 and the ownership settings
     behind "owned-GPU rate 1.43" were nowhere in the text): ``prices``: held type -> (its purchase
@@ -169,12 +210,12 @@ def portfolio(
     *,
     as_json: bool,
     emitted: dict[str, Path] | None = None,
-    owned_basis: str | None = None,
+    owned_basis: OwnedBasis | None = None,
     calibration=None,
     prices: dict[str, HeldPrice] | None = None,
 ) -> None:
     """``emitted``: job name -> the job.json written for it (``trainplan portfolio --emit``);
-    ``owned_basis``: ``owned_basis_words``, said under the totals (and in --json) where GPUs are held;
+    ``owned_basis``: said under the totals (and in --json, typed too) where GPUs are held;
     ``calibration``: the file the jobs were planned with (said first, and in --json); ``prices``: each
     rented or reserved type's price and its basis, said under the totals."""
     figures = [job_figures(a) for a in solution.assignments]
@@ -202,7 +243,7 @@ def portfolio(
 
 
 def portfolio_json(
-    solution, rows: list[dict], bands: PortfolioBands, owned_basis: str | None, emitted: dict[str, Path] | None
+    solution, rows: list[dict], bands: PortfolioBands, owned_basis: OwnedBasis | None, emitted: dict[str, Path] | None
 ) -> dict:
     """portfolio --json of a found portfolio (``rows``: each job's ``job_row``; ``bands``: the
     totals' at every job's band ends), less the calibration."""
@@ -223,7 +264,8 @@ def portfolio_json(
         "stopped_gap": solution.stopped_gap,
         "lower_bound": solution.lower_bound,
         "lanes": solution.lanes,  # the lanes' schedule answered (planner/search/lanes.py)
-        "owned_rate_basis": owned_basis,
+        "owned_rate_basis": None if owned_basis is None else owned_basis.words(),
+        "owned_rate": None if owned_basis is None else owned_basis.json(dict(solution.held_usd_per_gpu_hour)),
         # under a reserved price kind the GPUs reserved for whole terms, and what all of it bills
         "reserved": [reserved_json(r) for r in solution.reserved],
         "reserved_cost_usd": sum(r.cost_usd for r in solution.reserved),
@@ -246,7 +288,7 @@ def totals_words(solution, figures: list[JobFigures], bands: PortfolioBands) -> 
     )
 
 
-def under_totals_lines(solution, owned_basis: str | None, prices: dict[str, HeldPrice] | None) -> list[str]:
+def under_totals_lines(solution, owned_basis: OwnedBasis | None, prices: dict[str, HeldPrice] | None) -> list[str]:
     """What the totals rest on: each reserved type's terms and the whole bill, the owned-GPU rate's
     basis (``owned_basis_words``), the rented (reserved) types' prices."""
     lines = [reserved_words(r) for r in solution.reserved]
@@ -254,8 +296,8 @@ def under_totals_lines(solution, owned_basis: str | None, prices: dict[str, Held
         lines.append(
             f"billed in all {money(solution.billed_usd)}: the jobs, owned GPUs idle and the reserved terms whole"
         )
-    if owned_basis:
-        lines.append(owned_basis)
+    if owned_basis is not None:
+        lines.append(owned_basis.words())
     if prices:
         lines.append(held_rates_words(prices, bool(solution.reserved)))
     return lines

@@ -38,18 +38,25 @@ class JobFigures:
     validated: bool | None  # a measured row of the plan's regime exists (None: no band)
     standing: Standing | None  # validated, not independent (circular) or outside (None: no band)
     envelope: str | None  # the band's sentence: validated, or how far outside and how much widened
+    # The model's own figure, the one ``plan`` leads with (buyer trial s50 L5: the JSON gave only the
+    # risk's): its time to train, and its cost at the rate ``owned_cost_usd`` is at (None: no time)
+    model_days: float | None = None
+    model_cost_usd: float | None = None
 
 
 def job_figures(job: PortfolioJob) -> JobFigures:
     """``job``'s figures at the quantile its search judged it at (``PortfolioJob.risk``)."""
     risk = job.risk
     days = (job.end_s - job.start_s) / SECONDS_PER_DAY
-    u = job.plan.estimate.uncertainty
-    if u is None or u.time_to_train_h is None:
-        return JobFigures(job.job, Risk(risk), days, None, job.cost_usd, None, None, None, None)
-    low, high = (hours / HOURS_PER_DAY for hours in u.time_to_train_h)
     # The owned cost is GPU-hours at a per-type rate: it scales with the days at a fixed count.
     per_day = job.cost_usd / days if days > 0 else 0.0
+    own_h = job.plan.estimate.time_to_train_h
+    model_days = None if own_h is None else own_h / HOURS_PER_DAY
+    model_cost = None if model_days is None else model_days * per_day
+    u = job.plan.estimate.uncertainty
+    if u is None or u.time_to_train_h is None:
+        return JobFigures(job.job, Risk(risk), days, None, job.cost_usd, None, None, None, None, model_days, model_cost)
+    low, high = (hours / HOURS_PER_DAY for hours in u.time_to_train_h)
     return JobFigures(
         job=job.job,
         risk=Risk(risk),
@@ -60,6 +67,8 @@ def job_figures(job: PortfolioJob) -> JobFigures:
         validated=u.validated,
         standing=u.standing,
         envelope=u.envelope,
+        model_days=model_days,
+        model_cost_usd=model_cost,
     )
 
 

@@ -676,7 +676,7 @@ def test_a_portfolio_answer_names_every_job_and_says_gpu_days(tmp_path):
         '[[jobs]]\nname = "huge"\nmodel = "llama3.1-405b"\ntokens = 1e11\n'
     )
     data = json.loads(run("portfolio", str(jobs), "--json").stdout)
-    assert data["constraint"] == "jobs" and [(j["job"], j["constraint"]) for j in data["jobs"]] == [
+    assert data["constraint"] == "jobs" and [(j["job"], j["constraint"]) for j in data["infeasible_jobs"]] == [
         ("late", "deadline"),
         ("huge", "memory"),
     ]
@@ -684,7 +684,7 @@ def test_a_portfolio_answer_names_every_job_and_says_gpu_days(tmp_path):
 
     def answer(d):
         fields = ("constraint", "detail", "fix", "required", "available", "more_gpus_help")
-        return Infeasible(*(d[k] for k in fields), tuple((j["job"], answer(j)) for j in d.get("jobs", [])))
+        return Infeasible(*(d[k] for k in fields), tuple((j["job"], answer(j)) for j in d.get("infeasible_jobs", [])))
 
     for lang in ("en", "zh"):
         tr = Labels(lang)

@@ -333,6 +333,30 @@ def test_portfolio_says_what_its_owned_gpu_rate_rests_on():
     assert json.loads(out)["owned_rate_basis"].startswith("owned-GPU rate: a100-80gb-sxm bought at $28,000")
 
 
+def test_portfolio_json_gives_each_job_its_own_figures_and_the_owned_rate_typed(tmp_path):
+    """Buyer trial s50 L5: "jobs": [] (the infeasible answer's jobs without a plan) beside the
+    "assignments" read as no jobs; an assignment had only its p80 days and cost, no model figure,
+    tokens/s or MFU; and the owned-GPU rate's basis was prose alone."""
+    text = (REPO / "examples" / "portfolio.toml").read_text()
+    jobs = tmp_path / "portfolio.toml"
+    jobs.write_text(text.replace("[inventory]", "[purchase_usd]\nh100-sxm = 30000\n[inventory]", 1))
+    code, out, _ = call("portfolio", str(jobs), "--json")
+    data = json.loads(out)
+    assert code == 0 and "jobs" not in data and data["infeasible_jobs"] == []
+    for a in data["assignments"]:
+        assert a["risk"] == "p80" and 0 < a["model_days"] < a["days"]  # the quantile is over the model's figure here
+        assert a["model_cost_usd"] / a["model_days"] == pytest.approx(a["cost_usd"] / a["days"])  # at one rate
+        assert a["tokens_per_s"] > 0 and 0 < a["mfu"] < 1
+        assert a["model_mfu"] is None or a["model_mfu"] > a["mfu"]  # the ceiling holds it below its own
+    owned = data["owned_rate"]
+    prices = {g["gpu"]: (g["purchase_usd"], g["purchase_usd_given"]) for g in owned["gpus"]}
+    assert prices == {"a100-80gb-sxm": (28000.0, False), "h100-sxm": (30000.0, True)}
+    assert owned["lifetime_years"] == 4 and owned["residual_fraction"] == 0.2 and owned["cost_of_capital_rate"] == 0
+    busy = {a["gpu"]: a["cost_per_gpu_hour_usd"] for a in data["assignments"] if a["cost_basis"] == "owned-GPU rate"}
+    held = {g["gpu"]: g["held_usd_per_gpu_hour"] for g in owned["gpus"]}
+    assert busy and all(0 < held[gpu] < rate for gpu, rate in busy.items())  # a busy hour adds its power
+
+
 def test_fleet_splits_each_bought_options_total_and_says_how_busy_its_gpus_are():
     """Trial s36: the text showed each option's total alone, and the owned price at the file's
     utilisation, not how busy the fleet's own GPUs are (81 % in the trial's year)."""
