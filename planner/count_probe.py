@@ -63,6 +63,7 @@ class FittingCount:
     # the least cost at that count of the candidates that pass, as a budget judges it (a deadline
     # fix's GPUs may cost more than the request's budget: trial s43)
     cost_usd: float = float("nan")
+    label: str | None = None  # that candidate's ScoredTable.row_label, as the JSON's named plans give it
 
     def batch_words(self, requested: int) -> str:
         """', at a global batch of 4,079,616 tokens (-2.7 %)' where it is not the one asked for
@@ -147,6 +148,7 @@ def _first_fit(
         capacity_gib=float(table.capacity_gib[row]),
         time_to_train_s=float(checks.time_s[row]),  # as the deadline judged it
         batch_tokens=int(table.extra["batch_tokens"][row]),
+        label=table.row_label(row),
         cost_usd=float(np.nanmin(checks.cost_usd[rows])) if np.isfinite(checks.cost_usd[rows]).any() else np.nan,
     )
     return (int(tried.max()) if len(tried) else low), fit
@@ -243,6 +245,7 @@ def named_count(best: FittingCount, request: PlanRequest) -> CountPastInventory:
         best.gpu,
         best.num_gpus,
         best.time_to_train_s,
+        layout=best.label,
         batch_tokens=batch,
         batch_change=None if batch is None else batch / asked - 1,
         cost_usd=best.cost_usd if over else None,

@@ -103,7 +103,16 @@ class NamedPlan:
 
     gpu: str
     num_gpus: int
-    seconds: float  # its time to train, at the answer's risk
+    # its time to train as the answer's limits judged it: at the quantile ``risk``, never under the
+    # model's own figure (planner/search/table.py limit_figure)
+    seconds: float
+    # its layout in short, 'zero1 dp_shard=12 tp=2 | mb 2 x 21 | ac none' (a portfolio
+    # assignment's ``layout``; None: the table that named it had none); buyer trial s50 L6
+    layout: str | None = None
+    # its cost as ``seconds`` is judged (None: not given; a count past the inventory gives it only
+    # where it is over the request's budget)
+    cost_usd: float | None = None
+    risk: str | None = None  # the quantile of ``seconds`` and ``cost_usd``: 'p80' (planner.accuracy.Risk)
 
 
 @dataclass(frozen=True)
@@ -116,8 +125,7 @@ class CountPastInventory(NamedPlan):
 
     batch_tokens: int | None = None
     batch_change: float | None = None  # against the request's batch: 0.031 is +3.1 %
-    cost_usd: float | None = None  # at the answer's risk, where over the request's budget
-    budget_usd: float | None = None  # that budget
+    budget_usd: float | None = None  # the request's budget, where ``cost_usd`` (given only then) is over it
 
 
 class InfeasiblePlan(Exception):
@@ -183,9 +191,10 @@ class InfeasiblePlan(Exception):
         job: str | None = None,
         more_gpus: CountPastInventory | None = None,
         tokens_within_budget: float | None = None,
+        named: NamedPlan | None = None,
     ) -> InfeasiblePlan:
         """This answer with another fix or detail (or whether more GPUs help and how many, the batch
-        its fix names, the job it is of), the rest kept."""
+        its fix names, the job it is of, the plan its figures are of), the rest kept."""
         return InfeasiblePlan(
             self.constraint,
             detail or self.detail,
@@ -196,7 +205,7 @@ class InfeasiblePlan(Exception):
             jobs=self.jobs,
             batch_tokens=self.batch_tokens if batch_tokens is None else batch_tokens,
             batch_seconds=self.batch_seconds if batch_seconds is None else batch_seconds,
-            named=self.named,
+            named=named or self.named,
             job=job or self.job,
             within_budget_seconds=self.within_budget_seconds,
             deadline_seconds=self.deadline_seconds,

@@ -39,6 +39,7 @@ from planner.search.portfolio import PortfolioSolution, ReservedGpus, solve_port
 from planner.search.score import scored_table, search_space, sure_fit_table
 from planner.search.slots import JobCandidates
 from planner.search.space import build_candidates
+from planner.search.table import LABEL_AXES, layout_label
 from planner.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 
 
@@ -149,9 +150,7 @@ def search_frame(table: ScoredTable, c: Candidates, term: TermBilling | None = N
 
 # The enum codes' string values, to index by code; and the numeric columns a label reads.
 _CODE_VALUES = {codes: np.array([code.value for code in codes], dtype=object) for codes in (SHARDING_CODES, AC_CODES)}
-# The degrees a label names when above 1: the mesh, then interleaving and experts (trial s28c: a MoE
-# job's label left out its vpp 4 and ep 4).
-_AXES = ("dp_replicate", "dp_shard", "tp", "pp", "cp", "vpp", "ep")
+_AXES = LABEL_AXES
 _LABEL_COLUMNS = (*_AXES, "micro_batch", "grad_accum")
 
 
@@ -176,24 +175,21 @@ def row_labels(frame: pd.DataFrame) -> list[str]:
     """``layout_labels``' strings, row by row in Python: for tens of thousands of rows a
     format per row is faster than pandas' string columns (issue 28)."""
     columns = [frame[k].tolist() for k in ("sharding", *_AXES, "micro_batch", "grad_accum", "ac")]
-    labels = []
-    for sharding, *degrees, micro_batch, grad_accum, ac in zip(*columns, strict=True):
-        axes = "".join(f" {axis}={degree}" for axis, degree in zip(_AXES, degrees, strict=True) if degree > 1)
-        labels.append(f"{sharding}{axes} | mb {micro_batch} x {grad_accum} | ac {ac}")
-    return labels
+    return [
+        layout_label(sharding, degrees, micro_batch, grad_accum, ac)
+        for sharding, *degrees, micro_batch, grad_accum, ac in zip(*columns, strict=True)
+    ]
 
 
 def plan_label(p: Plan) -> str:
     """``layout_labels`` of one plan: 'zero1 dp_shard=12 tp=2 | mb 2 x 21 | ac none'."""
     layout, training = p.layout, p.training
-    degrees = dict(
-        dp_replicate=layout.dp_replicate, dp_shard=layout.dp_shard, tp=layout.tp, pp=layout.pp, cp=layout.cp,
-        vpp=layout.vpp, ep=layout.ep,
-    )  # fmt: skip
-    axes = "".join(f" {axis}={degrees[axis]}" for axis in _AXES if degrees[axis] > 1)
-    return (
-        f"{layout.sharding.value}{axes} | mb {training.micro_batch} x {training.grad_accum}"
-        f" | ac {training.activation_checkpointing.value}"
+    return layout_label(
+        layout.sharding.value,
+        [getattr(layout, axis) for axis in _AXES],
+        training.micro_batch,
+        training.grad_accum,
+        training.activation_checkpointing.value,
     )
 
 

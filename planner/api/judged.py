@@ -5,6 +5,7 @@ judged at. Split from planner/api/notices.py, whose warnings read them."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from enum import Enum
 
 import numpy as np
@@ -32,7 +33,14 @@ class RiskSetting(Enum):
 def judged_at_risk(answer: InfeasiblePlan, risk: Risk, setting: RiskSetting) -> InfeasiblePlan:
     """A deadline or budget diagnosis says the quantile its times and costs are judged at (the
     plans' tables show the model's median, so '$3.2M > $3.0M' beside plans of $2.9M needs it), and
-    how to judge at the median where the user sets it (``setting``)."""
+    how to judge at the median where the user sets it (``setting``). Its named plans say the
+    quantile in their own fields (``NamedPlan.risk``; buyer trial s50 L6: ``seconds`` unsaid)."""
+    named, more = answer.named, answer.more_gpus
+    if named is not None or more is not None:
+        answer = answer.but(
+            named=None if named is None else replace(named, risk=risk.value),
+            more_gpus=None if more is None else replace(more, risk=risk.value),
+        )
     if risk == Risk.P50 or answer.constraint not in (Constraint.DEADLINE, Constraint.BUDGET):
         return answer
     # trial s27: "...; p50: the median)" read as a dangling phrase

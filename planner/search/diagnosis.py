@@ -40,6 +40,7 @@ class TableColumns(Protocol):
     def memory_need_gib(self) -> np.ndarray: ...
     @property
     def extra(self) -> dict[str, np.ndarray]: ...
+    def row_label(self, row: int) -> str | None: ...
 
 
 @dataclass(frozen=True, eq=False)
@@ -328,7 +329,9 @@ def _explain_budget(table: TableColumns, checks: RowChecks, passing: np.ndarray)
         fix,
         required=cheapest,
         available=budget,
-        named=NamedPlan(str(table.gpu_id[row]), int(table.num_gpus[row]), float(T[row])),
+        named=NamedPlan(
+            str(table.gpu_id[row]), int(table.num_gpus[row]), float(T[row]), table.row_label(row), float(C[row])
+        ),
         within_budget_seconds=fastest,
         deadline_seconds=checks.deadline_s,
     )

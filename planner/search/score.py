@@ -126,6 +126,12 @@ def candidate_table(
             "uncapped_time_s": uncapped,
             "price_estimated": c.price_estimated,  # a tie's order: sourced prices first (ties.tie_order)
             "sharding": c.sharding,  # and then ZeRO-1 of sharding twins (ties.SHARDING_TIE_RANK)
+            # the rest of a row's layout label (ScoredTable.row_label: the diagnosis's named plan,
+            # buyer trial s50 L6), the candidates' own arrays
+            **{
+                name: getattr(c, name)
+                for name in ("dp_replicate", "cp", "vpp", "ep", "micro_batch", "grad_accum", "ac")
+            },
             "time_factor": np.broadcast_to(factor, seconds.shape),
             "band_lo": np.broadcast_to(lo, seconds.shape),  # the 80 % band of measured / predicted time
             "band_hi": np.broadcast_to(hi, seconds.shape),

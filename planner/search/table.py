@@ -3,10 +3,13 @@ its fit, time, cost and the checks' columns, built by planner/search/score.py.""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
+
+from planner.model.candidates import AC_CODES, SHARDING_CODES
 
 _COLUMN_KINDS = {  # column -> numpy dtype it is coerced to
     "gpu_id": object,
@@ -21,6 +24,20 @@ _COLUMN_KINDS = {  # column -> numpy dtype it is coerced to
     "label": object,
     "dominated": bool,
 }
+
+
+# The degrees a layout's label names when above 1: the mesh, then interleaving and experts (trial
+# s28c: a MoE job's label left out its vpp 4 and ep 4).
+LABEL_AXES = ("dp_replicate", "dp_shard", "tp", "pp", "cp", "vpp", "ep")
+# The candidate columns a scored table carries for ``row_label`` (planner/search/score.py)
+_LABEL_COLUMNS = ("sharding", *LABEL_AXES, "micro_batch", "grad_accum", "ac")
+
+
+def layout_label(sharding: str, degrees: Sequence[int], micro_batch: int, grad_accum: int, ac: str) -> str:
+    """A layout in short, 'zero1 dp_shard=12 tp=2 | mb 2 x 21 | ac none' (``degrees`` in
+    LABEL_AXES' order): the one rule of every table's and plan's label (planner/api/explore.py)."""
+    axes = "".join(f" {axis}={degree}" for axis, degree in zip(LABEL_AXES, degrees, strict=True) if degree > 1)
+    return f"{sharding}{axes} | mb {micro_batch} x {grad_accum} | ac {ac}"
 
 
 def limit_figure(at_risk: np.ndarray, own: np.ndarray) -> np.ndarray:
@@ -81,6 +98,22 @@ class ScoredTable:
     def valid(self) -> np.ndarray:
         """The rows that fit, pass the layout rules and the batch, and were timed."""
         return self.fits_memory & ~self.dominated & self.divisible & self.batch_ok
+
+    def row_label(self, row: int) -> str | None:
+        """Row ``row``'s ``layout_label``: its ``label`` where filled, else from the candidate columns
+        the search's table carries (None: a table without them, one built by hand)."""
+        if self.label[row]:
+            return str(self.label[row])
+        if not all(name in self.extra for name in _LABEL_COLUMNS):
+            return None
+        value = {name: self.extra[name][row] for name in _LABEL_COLUMNS}
+        return layout_label(
+            SHARDING_CODES[int(value["sharding"])].value,
+            [int(value[axis]) for axis in LABEL_AXES],
+            int(value["micro_batch"]),
+            int(value["grad_accum"]),
+            AC_CODES[int(value["ac"])].value,
+        )
 
     def gpu_codes(self) -> np.ndarray:
         """An int per row naming its GPU type: the search's ``extra['gpu_index']`` where the table

@@ -5,6 +5,7 @@ Hugging Face rule whose fix does not point back at the native trainer's refusal.
 from __future__ import annotations
 
 import json
+import math
 import re
 
 import pytest
@@ -567,10 +568,28 @@ def test_a_budget_answers_named_plan_carries_no_count_fields(capsys):
     base = ["plan", "--model", "llama3-70b", "--tokens", "2e12", "--gpus", "h100-sxm=64", "--json"]
     assert main([*base, "--budget-usd", "1000"]) == 0
     budget = json.loads(capsys.readouterr().out)
-    assert set(budget["named_plan"]) == {"gpu", "num_gpus", "seconds"} and budget["more_gpus_plan"] is None
+    assert set(budget["named_plan"]) == {"gpu", "num_gpus", "seconds", "layout", "cost_usd", "risk"}
+    assert budget["more_gpus_plan"] is None
     assert main([*base, "--deadline-days", "30"]) == 0
     late = json.loads(capsys.readouterr().out)
     assert {"batch_tokens", "batch_change", "cost_usd", "budget_usd"} <= set(late["more_gpus_plan"])
+    assert late["more_gpus_plan"]["risk"] == "p80" and " | mb " in late["more_gpus_plan"]["layout"]
+
+
+@pytest.mark.parametrize("risk", ["p80", "p50"])
+def test_a_budget_answers_named_plan_has_its_layout_cost_and_quantile(capsys, risk):
+    """Buyer trial s50 L6: named_plan was {gpu, num_gpus, seconds}, with no layout, no cost and no
+    word of which quantile ``seconds`` is; its cost is its own (the fastest within 1 % of the
+    cheapest), at least the answer's ``required`` and within 1 % of it."""
+    args = ["plan", "--model", "llama3-70b", "--tokens", "2e12", "--gpus", "h100-sxm=64", "--budget-usd", "1000"]
+    assert main([*args, "--risk", risk, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    named = data["named_plan"]
+    assert data["constraint"] == "budget" and named["risk"] == risk == data["risk"]
+    assert data["required"] <= named["cost_usd"] <= data["required"] * 1.01
+    assert re.fullmatch(r"(none|zero1|zero2|fsdp)( \w+=\d+)* \| mb \d+ x \d+ \| ac \w+", named["layout"]), named
+    mesh = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", named["layout"]) if k not in ("vpp", "ep")}
+    assert math.prod(mesh.values()) == named["num_gpus"]  # the label is of the named count's layout
 
 
 def test_the_price_footnote_names_only_the_bases_the_table_stars():
