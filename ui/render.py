@@ -26,6 +26,7 @@ from planner.units import GIB, SECONDS_PER_HOUR, TOKENS_PER_BILLION
 from ui.render_calibration import (
     calibration_json,
     calibration_line,
+    covers,
     plan_calibration_json,
     plan_calibration_line,
     recalibrated_words,
@@ -162,7 +163,9 @@ def price_words(p: Plan) -> str:
 def listed_json(p: Plan) -> dict:
     """A listed plan (an alternative, another GPU type's best): its estimate and the price behind
     its cost (trial s28b: the rows had no price, so an estimated one ranked like a listed one)."""
-    return {**estimate_json(p.estimate), **price_json(p)}
+    # whether the calibration file timed its GPU (calib50 M8: per_gpu and alternatives mixed rows at
+    # a file's rates and the catalog's, unmarked); false without a file
+    return {**estimate_json(p.estimate), **price_json(p), "calibrated": covers(p.calibration, p.gpu)}
 
 
 def price_json(p: Plan) -> dict:

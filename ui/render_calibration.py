@@ -34,6 +34,12 @@ def plan_calibration_json(calibration, plan: Plan) -> dict | None:
     return {**data, "unused_rates": unused}
 
 
+def covers(record: PlanCalibration | None, gpu: str) -> bool:
+    """Whether the calibration file a plan was made with overrode anything of ``gpu`` (its rates or
+    a measured job): the plan's figures rest on the file, not on the catalog's rates alone."""
+    return record is not None and record.entry(gpu) is not None
+
+
 def calibration_summary(record: PlanCalibration, unused: tuple[UnusedRate, ...] = (), gpu: str | None = None) -> str:
     """'sha256 1f2e3d4c5b6a, h100-sxm: 4 rates + measured job, measured on node-17 2026-12-01';
     ``unused``: the rates of ``gpu`` (the plan's) its estimate did not use."""
@@ -81,7 +87,7 @@ def calibration_line(
         line = calibration.line()
     if record is not None:
         line = f"{line}; {calibration_summary(record, unused, gpu)}"
-        if gpu is not None and record.entry(gpu) is None:
+        if gpu is not None and not covers(record, gpu):
             line += f"; {gpu}: not in the file, timed at the catalog's rates"
     out.print(line, markup=False)
 

@@ -30,7 +30,7 @@ from ui.render import (
     whole_words,
     written_line,
 )
-from ui.render_calibration import plan_calibration_json, plan_calibration_line
+from ui.render_calibration import covers, plan_calibration_json, plan_calibration_line
 
 
 def risk_line(result) -> str:
@@ -263,7 +263,8 @@ def plans_table(title: str, chosen, others, risk: str) -> Table:
     tight = any(p.estimate.may_not_fit for p in plans)
     held = any(p.estimate.model_mfu is not None for p in plans)
     priced = [n for n in (estimated_price_note(plans),) if n]
-    notes = priced + [MAY_NOT_FIT_NOTE] * tight + [CEILING_NOTE] * held
+    timed = [covers(p.calibration, p.gpu) for p in plans]
+    notes = priced + [MAY_NOT_FIT_NOTE] * tight + [CEILING_NOTE] * held + [CALIBRATED_NOTE] * any(timed)
     table = Table(title=title, title_justify="left", caption="\n".join(notes) or None)
     columns = (
         "#", "GPU", "n", "layout", "mb x acc", "AC", "time (80 % band)", f"{risk} time, cost", "cost", "$/GPU-h", "MFU",
@@ -274,7 +275,7 @@ def plans_table(title: str, chosen, others, risk: str) -> Table:
         e = a.estimate
         table.add_row(
             str(rank) if rank else "chosen",
-            a.gpu,
+            a.gpu + CALIBRATED_MARK * timed[rank],
             str(a.num_gpus),
             a.layout_words,
             f"{a.training.micro_batch} x {a.training.grad_accum}",
@@ -288,6 +289,11 @@ def plans_table(title: str, chosen, others, risk: str) -> Table:
         )
     return whole_words(table)  # s47: --per-gpu folded "a100-80gb-sx" over "m"
 
+
+# calib50 M8: a --per-gpu table mixed GPUs timed at a calibration file's rates with the catalog's,
+# and only the chosen type's line said which
+CALIBRATED_MARK = " (cal)"
+CALIBRATED_NOTE = "(cal): timed with the calibration file's entry for that GPU; the other rows at the catalog's rates"
 
 CEILING_NOTE = (
     "MFU in brackets: the model's own, where the efficiency ceiling (the best measured in the regime) holds"
