@@ -211,6 +211,10 @@ class EfficiencyCeiling(BaseModel):
     # Not applied: a calibration file measured the GPU's kernel rates (``judged_estimate``), and
     # the record says what it would have held (calib50 H1: the ceiling was lifted unsaid, +20 %).
     lifted: bool = False
+    # The row's GPU count, and whether the regime looked only at rows over more than one node (None:
+    # plan files before them); buyer trial s50 L8: "scale" read as the plan's own
+    num_gpus: int | None = None
+    multi_node: bool | None = None
 
     def held_tokens_per_s(self, mfu: float, tokens_per_s: float) -> float | None:
         """Where a calibration file's kernel rates lifted this ceiling (``lifted``) and the estimate
@@ -228,16 +232,22 @@ class EfficiencyCeiling(BaseModel):
 
     @property
     def measured_row(self) -> str:
-        """'NB046 LLAMA3.1-405B (NeMo 25.04.01) on gb200': the row, and the GPU it ran on (trial
-        s42: a B200 plan held at a GB200 NVL72 row read as this GPU's own)."""
-        return self.row if self.gpu is None else f"{self.row} on {self.gpu}"
+        """'NB046 LLAMA3.1-405B (NeMo 25.04.01) on 512 x gb200': the row, and the GPUs it ran on (trial
+        s42: a B200 plan held at a GB200 NVL72 row read as this GPU's own; buyer trial s50 L8: a
+        4,096-GPU plan's row of 128 read as of its scale)."""
+        if self.gpu is None:
+            return self.row
+        return f"{self.row} on {self.gpu}" if self.num_gpus is None else f"{self.row} on {self.num_gpus:,} x {self.gpu}"
 
     @property
     def scope_words(self) -> str:
-        """What the ceiling is the best of: 'this GPU architecture, precision and scale' (+ 'with tp
-        or pp, by any stack' for a split layout held by that bound)."""
+        """What the ceiling is the best of: 'this GPU architecture and precision over more than one
+        node, any model size and GPU count' (+ ', with tp or pp, by any stack' for a split layout
+        held by that bound). The regime's one scale is one node or more (planner/accuracy/ceiling.py): its
+        best row may be of a smaller model on fewer GPUs (buyer trial s50 L8: "scale" said more)."""
         split = ", with tp or pp, by any stack" if self.split else ""
-        return f"this GPU architecture, precision and scale{split}"
+        nodes = " over more than one node" if self.multi_node else ""
+        return f"this GPU architecture and precision{nodes}, any model size and GPU count{split}"
 
     @property
     def measured_by(self) -> str:

@@ -730,28 +730,39 @@ _LABELS: dict[str, tuple[str, str]] = {
         "张量并行通信重叠关闭（--no-tp-comm-overlap）",
     ),
     "ceiling_on_gpu": (" on {gpu}", "，运行于 {gpu}"),
+    "ceiling_on_gpus": (" on {n:,} × {gpu}", "，运行于 {n:,} × {gpu}"),
+    # what a ceiling is the best of (EfficiencyCeiling.scope_words; buyer trial s50 L8: "and scale" read
+    # as the plan's own scale, where a 4,096-GPU plan was held at a 128-GPU 7B row)
+    "ceiling_scope": (
+        "this GPU architecture and precision, any model size and GPU count",
+        "此 GPU 架构与精度（任意模型规模与 GPU 数量）",
+    ),
+    "ceiling_scope_nodes": (
+        "this GPU architecture and precision over more than one node, any model size and GPU count",
+        "此 GPU 架构与精度的多节点运行（任意模型规模与 GPU 数量）",
+    ),
     "ceiling_split": ("; the best any stack measured with tp or pp", "；任一框架在 tp 或 pp 下的实测最佳"),
     "ceiling_lifted": (  # ui/render_lines.py ceiling_lifted_line (calib50 H1)
         "Not held: the calibration file measured this GPU's kernel rates, and the model's {mfu:.1%} MFU passes"
-        " {ceiling:.1%}, the best measured on this GPU architecture, precision and scale ({source}). Kernel rates"
+        " {ceiling:.1%}, the best measured on {scope} ({source}). Kernel rates"
         " measure kernels, not the step: held there, {tokens:,.0f} tokens/s.",
-        "未封顶：校准文件测量了此 GPU 的内核速率，模型的 MFU {mfu:.1%} 超过此 GPU 架构、精度与规模的实测最佳"
+        "未封顶：校准文件测量了此 GPU 的内核速率，模型的 MFU {mfu:.1%} 超过{scope}的实测最佳"
         " {ceiling:.1%}（{source}）。内核速率只反映内核，不反映整步：按最佳值封顶则为 {tokens:,.0f} token/秒。",
     ),
     "ceiling_held": (
-        "Held at {mfu:.1%} MFU, the best measured on this GPU architecture, precision and scale ({source}); the"
+        "Held at {mfu:.1%} MFU, the best measured on {scope} ({source}); the"
         " model alone predicts {tokens:,.0f} tokens/s. If this is that run, the figure is its own measurement,"
         " not a check of it. The band's fast end may pass it: measured runs have beaten their regime's best"
         " before (docs/validation.md, “The efficiency ceiling”).",
-        "按此 GPU 架构、精度与规模的实测最佳 MFU {mfu:.1%} 封顶（{source}）；模型本身预测 {tokens:,.0f} token/秒。"
+        "按{scope}的实测最佳 MFU {mfu:.1%} 封顶（{source}）；模型本身预测 {tokens:,.0f} token/秒。"
         "若此即该次运行，此数字就是它自己的实测值，并非对它的检验。区间的快端可以超过此上限：已有实测运行超过其所属类别此前的最佳值"
         "（见 docs/validation.md 中讲效率上限的一段）。",  # trial s44 app L8: its English title was left
     ),
     "ceiling_passed": (
-        "The MFU band's fast end, {high:.1%}, passes {mfu:.1%}, the best measured on this GPU architecture,"
-        " precision and scale ({source}): read that end as the band's arithmetic, not as a run anyone has"
+        "The MFU band's fast end, {high:.1%}, passes {mfu:.1%}, the best measured on {scope}"
+        " ({source}): read that end as the band's arithmetic, not as a run anyone has"
         " measured.",
-        "MFU 误差区间的快端 {high:.1%} 超过此 GPU 架构、精度与规模的实测最佳值 {mfu:.1%}（{source}）："
+        "MFU 误差区间的快端 {high:.1%} 超过{scope}的实测最佳值 {mfu:.1%}（{source}）："
         "这一端只是区间的算术结果，并非任何人实测过的运行。",
     ),
     "risk_changed_batch": (

@@ -237,14 +237,21 @@ def ceiling_text(tr: Labels, e: Estimate) -> str | None:
     c = e.ceiling
     if c is None:
         return None
-    source = f"{c.measured_by}: {c.row}" + ("" if c.gpu is None else tr("ceiling_on_gpu", gpu=c.gpu))
-    source += tr("ceiling_split") if c.split else ""
+    on = (
+        ""
+        if c.gpu is None
+        else tr("ceiling_on_gpu", gpu=c.gpu)
+        if c.num_gpus is None
+        else tr("ceiling_on_gpus", n=c.num_gpus, gpu=c.gpu)
+    )
+    source = f"{c.measured_by}: {c.row}{on}" + (tr("ceiling_split") if c.split else "")
+    scope = tr("ceiling_scope_nodes" if c.multi_node else "ceiling_scope")
     if c.binding:
-        return tr("ceiling_held", mfu=c.mfu, source=source, tokens=c.uncapped_tokens_per_s)
+        return tr("ceiling_held", mfu=c.mfu, source=source, tokens=c.uncapped_tokens_per_s, scope=scope)
     if (held := c.held_tokens_per_s(e.throughput.mfu, e.throughput.tokens_per_s)) is not None:
-        return tr("ceiling_lifted", mfu=e.throughput.mfu, ceiling=c.mfu, source=source, tokens=held)
+        return tr("ceiling_lifted", mfu=e.throughput.mfu, ceiling=c.mfu, source=source, tokens=held, scope=scope)
     if (high := band_passing_ceiling(e)) is not None:
-        return tr("ceiling_passed", high=high, mfu=c.mfu, source=source)
+        return tr("ceiling_passed", high=high, mfu=c.mfu, source=source, scope=scope)
     return None
 
 

@@ -482,6 +482,8 @@ def efficiency_ceiling(ceiling: Ceiling | None, estimate: Estimate, lifted: bool
         stack=ceiling.stack,
         gpu=ceiling.gpu or None,
         split=ceiling.split,
+        num_gpus=ceiling.num_gpus or None,
+        multi_node=ceiling.multi_node,
         binding=held > 0,
         uncapped_tokens_per_s=estimate.global_batch_tokens / (estimate.time.step_s - held),
         lifted=lifted,

@@ -62,6 +62,11 @@ class Ceiling:
     gpu: str = ""  # the GPU it ran on (trial s42: a B200 plan held at a GB200 NVL72 row, unsaid)
     # The best any stack measured with tp or pp, lower than the family's best (``MODEL_PARALLEL``).
     split: bool = False
+    # The row's GPU count, and whether only rows over more than one node were looked at (the
+    # regime's only "scale": buyer trial s50 L8, a 4,096-GPU 70B plan held at a 128-GPU 7B row read
+    # as if the row were of its scale)
+    num_gpus: int = 0
+    multi_node: bool = False
 
     def describe(self) -> str:
         on = f" on {self.gpu}" if self.gpu else ""
@@ -78,7 +83,8 @@ class Ceilings:
         self._kept: dict[tuple[Regime, str | None], Ceiling | None] = {}
 
     def ceiling(self, regime: Regime, exclude_source: str | None = None) -> Ceiling | None:
-        """The best MFU measured in ``regime``'s architecture, precision class and scale."""
+        """The best MFU measured in ``regime``'s architecture, precision class, kind of model and
+        stack family, over more than one node where the regime is: of any model size and GPU count."""
         key = (regime, exclude_source)
         if key not in self._kept:
             self._kept[key] = self._ceiling(regime, exclude_source)
@@ -106,10 +112,13 @@ class Ceilings:
         # trainplan's 3D layouts, never measured, were held at a pure FSDP 7B row's 62.5 % on A100,
         # above every measured 3D run: Megatron-LM's 55.9 %); the lower of the two bounds holds.
         split = [r for r in pool if _splits_model(r)] if regime.features & MODEL_PARALLEL else []
+        nodes = smallest > 1
         if split and (best_split := max(split, key=lambda r: r.measured_mfu)).measured_mfu < best.measured_mfu:
             r = best_split
-            return Ceiling(r.measured_mfu, r.name, r.source, r.stack, "any stack", r.gpu, split=True)
-        return Ceiling(best.measured_mfu, best.name, best.source, best.stack, scope, best.gpu)
+            return Ceiling(r.measured_mfu, r.name, r.source, r.stack, "any stack", r.gpu, True, r.num_gpus, nodes)
+        return Ceiling(
+            best.measured_mfu, best.name, best.source, best.stack, scope, best.gpu, False, best.num_gpus, nodes
+        )
 
     def capped_error(self, row: HeldOutRow, regime: Regime) -> float:
         """The row's held-out error with its prediction held at the ceiling of its regime
