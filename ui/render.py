@@ -302,7 +302,7 @@ def estimate(p: Plan, *, as_json: bool, saved_to: Path | None, calibration=None,
 INFEASIBLE_KEYS = (
     "reason", "constraint", "detail", "fix", "required", "available", "unit", "more_gpus_help", "batch_tokens",
     "batch_seconds", "named_plan", "within_budget_seconds", "deadline_seconds", "more_gpus_plan", "job",
-    "infeasible_jobs",
+    "infeasible_jobs", "tokens_within_budget",
 )  # fmt: skip
 
 
@@ -331,6 +331,8 @@ def infeasible_json(exc) -> dict:
         "named_plan": None if exc.named is None else dataclasses.asdict(exc.named),
         # a budget answer: the deadline its cheapest plan meets, and the time the budget meets (review s35)
         "within_budget_seconds": exc.within_budget_seconds,
+        # ... and the tokens the budget trains at the cheapest plan's cost per token (buyer trial s50 M7)
+        "tokens_within_budget": exc.tokens_within_budget,
         "deadline_seconds": exc.deadline_seconds,
         # a deadline answer: the fewest GPUs past the inventory that meet it, {gpu, num_gpus, seconds,
         # batch_tokens, batch_change, cost_usd, budget_usd} (CountPastInventory; null where the fix words none)

@@ -570,8 +570,12 @@ def test_a_budget_answers_named_plan_carries_no_count_fields(capsys):
     budget = json.loads(capsys.readouterr().out)
     assert set(budget["named_plan"]) == {"gpu", "num_gpus", "seconds", "layout", "cost_usd", "risk"}
     assert budget["more_gpus_plan"] is None
+    # buyer trial s50 M7: the tokens the budget trains, said in the text and on the card, in JSON too
+    trains = 2e12 * 1000 / budget["required"]
+    assert budget["tokens_within_budget"] == pytest.approx(trains) and "train about" in budget["fix"]
     assert main([*base, "--deadline-days", "30"]) == 0
     late = json.loads(capsys.readouterr().out)
+    assert late["tokens_within_budget"] is None
     assert {"batch_tokens", "batch_change", "cost_usd", "budget_usd"} <= set(late["more_gpus_plan"])
     assert late["more_gpus_plan"]["risk"] == "p80" and " | mb " in late["more_gpus_plan"]["layout"]
 
