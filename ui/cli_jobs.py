@@ -28,8 +28,8 @@ from ui.cli_options import (
     NO_CALIBRATION,
     DeviceChoice,
     k8s_names,
-    with_cluster_flags,
 )
+from ui.cluster_flags import with_cluster_flags
 from ui.inputs import check_range
 
 if TYPE_CHECKING:

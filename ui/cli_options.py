@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import functools
-import inspect
 import re
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
@@ -25,7 +22,7 @@ from ui.help_layout import short_metavar
 from ui.inputs import Requirement, must_be, pydantic_requirement
 
 if TYPE_CHECKING:
-    from trainer.job_spec import ClusterSettings
+    pass
 
 app = typer.Typer(
     add_completion=False,
@@ -132,7 +129,8 @@ EMIT_DIR = typer.Option(
     "--emit",
     parser=_job_dir,
     metavar="<path>",
-    help="also write each job's directory, DIR/<job name>/, as trainplan emit does",
+    help="also write each job's directory, DIR/<job name>/, as trainplan emit does; the job scripts' GPU type,"
+    " constraint, partition and product flags then take one value per GPU type: h100-sxm=h100,a100-80gb-sxm=a100",
 )
 
 
@@ -151,67 +149,6 @@ def k8s_names(image: str | None, pvc: str | None) -> K8sNames:
     if pvc is not None:
         names["k8s_pvc"] = pvc
     return names
-
-
-@dataclass(frozen=True)
-class ClusterFlag:
-    """One of the cluster flags emit and portfolio --emit take: its option, and the value a refusal asks for."""
-
-    option: Any  # a typer.Option whose first name is the flag
-    shape: str
-
-    @property
-    def flag(self) -> str:
-        return str(self.option.param_decls[0])
-
-
-# ClusterSettings' fields and the flags that set them: the one definition of emit's and
-# portfolio --emit's cluster flags (``with_cluster_flags``; review s50: portfolio had none of them).
-CLUSTER_FLAGS = {
-    "slurm_gpu_type": ClusterFlag(SLURM_GPU_TYPE, "a GRES type name such as h100 (letters, digits, '.', '_', '-')"),
-    "slurm_constraint": ClusterFlag(SLURM_CONSTRAINT, "node features such as h100&ib (no spaces or quotes)"),
-    "slurm_partition": ClusterFlag(SLURM_PARTITION, "a partition name such as gpu, or a comma list of them"),
-    "slurm_time": ClusterFlag(SLURM_TIME, "a Slurm time such as 2880, 48:00:00 or 2-00:00:00"),
-    "k8s_gpu_product": ClusterFlag(K8S_GPU_PRODUCT, "a label value such as NVIDIA-H100-80GB-HBM3, or none"),
-    "k8s_rdma_resource": ClusterFlag(K8S_RDMA_RESOURCE, "a resource name with an optional count, such as rdma/ib=1"),
-}
-
-
-def cluster_settings(**given: str | None) -> ClusterSettings:
-    """The cluster flags as ClusterSettings (ValueError naming the first bad one, in one line)."""
-    from pydantic import ValidationError
-
-    from trainer.job_spec import ClusterSettings
-
-    try:
-        return ClusterSettings(**{name: value for name, value in given.items() if value is not None})
-    except ValidationError as exc:
-        field = str(exc.errors()[0]["loc"][0])
-        raise ValueError(f"{CLUSTER_FLAGS[field].flag} {given[field]!r}: give {CLUSTER_FLAGS[field].shape}") from None
-
-
-def with_cluster_flags(command: Callable[..., None]) -> Callable[..., None]:
-    """``command`` with the cluster flags (CLUSTER_FLAGS) among its options, handed to it as one
-    ``cluster`` keyword: ClusterSettings, or None where none was given. A bad value is refused in one
-    line before the command runs (``cluster_settings``)."""
-    signature = inspect.signature(command)
-    kept = [param for name, param in signature.parameters.items() if name != "cluster"]
-    flags = [
-        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=flag.option, annotation="str | None")
-        for name, flag in CLUSTER_FLAGS.items()
-    ]
-
-    @functools.wraps(command)
-    def with_flags(**options: Any) -> None:
-        given = {name: options.pop(name) for name in CLUSTER_FLAGS}
-        cluster = cluster_settings(**given) if any(value is not None for value in given.values()) else None
-        command(**options, cluster=cluster)
-
-    # Typer reads the options from the signature and resolves its annotations (strings here)
-    with_flags.__signature__ = signature.replace(parameters=[*kept, *flags])  # type: ignore[attr-defined]
-    annotations = {name: hint for name, hint in command.__annotations__.items() if name != "cluster"}
-    with_flags.__annotations__ = annotations | dict.fromkeys(CLUSTER_FLAGS, "str | None")
-    return with_flags
 
 
 def _price_kind(value: str | None) -> str | None:

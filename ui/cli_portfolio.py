@@ -29,14 +29,14 @@ from ui.cli_options import (
     NO_CALIBRATION,
     K8sNames,
     k8s_names,
-    with_cluster_flags,
 )
+from ui.cluster_flags import PortfolioCluster, with_portfolio_cluster_flags
 from ui.inputs import check_range
 from ui.portfolio_file import JobsFile, job_keys_help
 from ui.render_lines import jobs_figures_lines, jobs_run_losses_json
 
 if TYPE_CHECKING:
-    from trainer.job_spec import ClusterSettings
+    pass
 
 # What fleet reads no budget from: it sizes what to own, and a budget bounds a job's rent on an
 # inventory (portfolio's). The help says so where it lists the keys (practitioner s47: the help
@@ -65,7 +65,7 @@ def no_answer(
         render.out.print(line, markup=False)
 
 
-@with_cluster_flags
+@with_portfolio_cluster_flags
 def portfolio(
     jobs_file: Path = typer.Argument(
         ...,
@@ -79,7 +79,7 @@ def portfolio(
     calibration: Path | None = typer.Option(None, help=CALIBRATION_HELP),
     no_calibration: bool = NO_CALIBRATION,
     as_json: bool = JSON,
-    cluster: ClusterSettings | None = None,  # --emit's cluster flags, emit's own (with_cluster_flags)
+    cluster: PortfolioCluster | None = None,  # --emit's cluster flags, per GPU type where given so
 ) -> None:
     """Size several jobs at once on one shared GPU inventory."""
     from planner.api.explore import held_purchase_prices, plan_portfolio
@@ -124,7 +124,7 @@ def portfolio(
     render.portfolio(solution, as_json=as_json, emitted=emitted, owned_basis=basis, calibration=chosen, prices=rents)
 
 
-def portfolio_spec(jobs_file: Path, emit_dir: Path | None, k8s: K8sNames, cluster: ClusterSettings | None) -> JobsFile:
+def portfolio_spec(jobs_file: Path, emit_dir: Path | None, k8s: K8sNames, cluster: PortfolioCluster | None) -> JobsFile:
     """The jobs file, refused before the solve where it has no inventory, or where ``--emit`` (with
     ``k8s``, its --k8s-image and --k8s-pvc, and ``cluster``, its cluster flags) could not write its jobs."""
     from trainer.job_k8s import check_k8s_names
@@ -166,21 +166,33 @@ def portfolio_rented(spec: JobsFile, jobs_file: Path) -> frozenset[str]:
     return rented
 
 
-def emitted_jobs(solution, emit_dir: Path, k8s: K8sNames, cluster: ClusterSettings | None) -> dict[str, Path]:
+def emitted_jobs(solution, emit_dir: Path, k8s: K8sNames, cluster: PortfolioCluster | None) -> dict[str, Path]:
     """Each job's directory written under ``emit_dir`` (job name -> its job.json), as ``emit`` writes
     one: each job trains its whole token budget, and records the file it was planned with
-    (plan_portfolio's calibration); ``k8s`` and ``cluster`` (the cluster flags) go to every job's scripts.
-    Every job is checked before any is written: a refusal leaves no half-written portfolio (s50: a
-    ``--slurm-time`` too short for the third job's grace left the first two on disk)."""
+    (plan_portfolio's calibration); ``k8s`` goes to every job's scripts, ``cluster`` (the cluster
+    flags) as each job's GPU type takes them. Every job is checked before any is written: a refusal
+    leaves no half-written portfolio (s50: a ``--slurm-time`` too short for the third job's grace
+    left the first two on disk)."""
     from trainer.job import EmitFlags, default_steps, emit_job
     from trainer.job_spec import RunSettings
 
     flags = EmitFlags(out="--emit", force=False)  # fleet51 L2: its refusals offered --out and --force
+    gpus = [a.plan.gpu for a in solution.assignments]
+    if cluster is not None:
+        cluster.check_types(gpus)
+    if len(set(gpus)) > 1 and (cluster is None or not cluster.names_types):
+        render.warn(
+            f"the jobs run on {', '.join(sorted(set(gpus)))} and their slurm.sbatch name no GPU type, so Slurm may"
+            " start one on another type's nodes: --slurm-gpu-type GPU=TYPE,... (or --slurm-constraint) pins each"
+        )
 
     def emit(a, check_only: bool) -> Path:
         run = RunSettings(steps=default_steps(a.plan))
+        settings = None if cluster is None else cluster.for_gpu(a.plan.gpu)
         target = emit_dir / a.job
-        return emit_job(a.plan, target, name=a.job, run=run, cluster=cluster, check_only=check_only, flags=flags, **k8s)
+        return emit_job(
+            a.plan, target, name=a.job, run=run, cluster=settings, check_only=check_only, flags=flags, **k8s
+        )
 
     for a in solution.assignments:
         emit(a, check_only=True)

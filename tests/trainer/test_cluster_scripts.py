@@ -385,13 +385,16 @@ def test_portfolio_emit_takes_emits_cluster_flags(tmp_path: Path, capsys) -> Non
 
     jobs_file = str(REPO / "examples" / "portfolio.toml")
     emit_dir = tmp_path / "jobs"
-    flags = ["--slurm-partition", "gpu", "--slurm-gpu-type", "h100", "--k8s-rdma-resource", "rdma/ib=2"]
+    # one GRES type per GPU type (fleet51 H3: one value pinned the A100 jobs to H100 nodes)
+    per_type = "h100-sxm=h100,a100-80gb-sxm=a100"
+    flags = ["--slurm-partition", "gpu", "--slurm-gpu-type", per_type, "--k8s-rdma-resource", "rdma/ib=2"]
     assert main(["portfolio", jobs_file, "--emit", str(emit_dir), *flags]) == 0
     jobs = sorted(emit_dir.iterdir())
     assert jobs
     for job in jobs:
+        gres = {"h100-sxm": "h100", "a100-80gb-sxm": "a100"}[JobSpec.load(job).plan.gpu]
         assert {"--partition=gpu"} <= set(directives(job)) and any(
-            d.startswith("--gpus-per-node=h100:") for d in directives(job)
+            d.startswith(f"--gpus-per-node={gres}:") for d in directives(job)
         )
         assert JobSpec.load(job).cluster.k8s_rdma_resource == "rdma/ib=2"
     capsys.readouterr()

@@ -156,7 +156,8 @@ def test_fleet_help_says_it_ignores_a_jobs_budget():
 def test_the_job_script_flags_stand_apart(command: str) -> None:
     """Review s50: portfolio's --slurm-*/--k8s-* read as if they shaped the plan, among its options;
     they set the emitted jobs' scripts only, in a panel of their own in both commands."""
-    from ui.cli_options import CLUSTER_FLAGS, SCRIPTS_PANEL
+    from ui.cli_options import SCRIPTS_PANEL
+    from ui.cluster_flags import CLUSTER_FLAGS
 
     text = help_text(command)
     panel = text.index(SCRIPTS_PANEL)
