@@ -8,21 +8,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
-import pulp
 
 from planner.errors import Constraint, InfeasiblePlan
+from planner.search.fleet_model import FleetModel, HeldPool, owned_pool, reserved_pool
 from planner.search.fleet_plan import (
     FleetAssignment,
     FleetPlan,
     FleetSolution,
     Holding,
-    band_factors,
-    compacted,
 )
-from planner.search.ilp import ScoredTable, chosen_index, pareto_mask
+from planner.search.ilp import ScoredTable, pareto_mask
 from planner.search.ownership import GpuBreakEven, GpuEconomics, TcoAssumptions, break_even
 from planner.search.reserved import OwnedVsReserved, ReservedPrices
 from planner.search.slots import (
@@ -36,9 +34,7 @@ from planner.search.slots import (
     jobs_infeasible,
     slot_length_s,
     subset_options,
-    usage_constraints,
 )
-from planner.search.solver import new_binaries, new_variable, run_solver
 from planner.search.ties import fastest_near_cheapest
 from planner.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 
@@ -108,13 +104,13 @@ def size_fleet(
     rent_rows, owned, reserving = _job_options(
         jobs, economics, limits, (horizon_s, num_slots), prune, reserved is not None, held_only
     )
-    bought = _owned_pool(owned, rates, economics, limits)
+    bought = owned_pool(owned, rates, economics, limits)
     price = {gpu: econ.purchase_usd for gpu, econ in economics.items()}
     if reserved is None or reserving is None:
-        model = _FleetModel(jobs, [bought], rent_rows, num_slots, price)
+        model = FleetModel(jobs, [bought], rent_rows, num_slots, price)
         return _solve_options([model], rates, reserved, horizon_days, (solver, time_limit_s), held_only)
     pools = _reserved_pools(reserving, reserved, economics, jobs, horizon_h, held_only)
-    models = [_FleetModel(jobs, [bought, pool], rent_rows, num_slots, price) for pool in pools]
+    models = [FleetModel(jobs, [bought, pool], rent_rows, num_slots, price) for pool in pools]
     return _solve_options(models, rates, reserved, horizon_days, (solver, time_limit_s), held_only)
 
 
@@ -125,7 +121,7 @@ def _reserved_pools(
     jobs: Sequence[JobCandidates],
     horizon_h: float,
     held_only: frozenset[str],
-) -> list[_HeldPool]:
+) -> list[HeldPool]:
     """The reserved pool for each count k of whole terms the horizon spans: its options those that end
     within k terms, F_r the k terms' bill (the last k: the horizon's, ``ReservedPrices.fixed_usd``).
     Solved apart, the cheapest taken: a reservation is billed for the terms its jobs need, not every
@@ -137,7 +133,7 @@ def _reserved_pools(
     for span_h in spans:
         keep = options.end_s <= span_h * SECONDS_PER_HOUR
         if keep.any() or span_h == spans[-1]:  # the horizon's pool always: empty where every type is held-only
-            pools.append(_reserved_pool(subset_options(options, keep), reserved, rate, span_h))
+            pools.append(reserved_pool(subset_options(options, keep), reserved, rate, span_h))
     return pools
 
 
@@ -189,7 +185,7 @@ def _pruned(table: ScoredTable, rows: np.ndarray, prune: bool) -> np.ndarray:
 
 
 def _solve_options(
-    models: list[_FleetModel],
+    models: list[FleetModel],
     rates: list[GpuBreakEven],
     reserved: ReservedPrices | None,
     horizon_days: float,
@@ -219,7 +215,7 @@ def _solve_options(
         horizon_days=horizon_days,
         solver=solver_name,
         num_slots=model.num_slots,
-        # as priced: every type's rate and unit, the given or the rent (``_reserved_pool``)
+        # as priced: every type's rate and unit, the given or the rent (``reserved_pool``)
         reserved=None if reserved is None else _priced(reserved, model.held[-1]),
         owned_vs_reserved=() if reserved is None else _owned_vs_reserved(rates, model.held[-1], horizon_days),
         held_only=held_only,
@@ -227,7 +223,7 @@ def _solve_options(
 
 
 def _cheapest(
-    models: list[_FleetModel], holdings: Collection[Holding], solver: str, time_limit_s: float | None
+    models: list[FleetModel], holdings: Collection[Holding], solver: str, time_limit_s: float | None
 ) -> tuple[FleetPlan | None, str]:
     """The least-cost plan of ``holdings`` over the models (None: none can hold every job so)."""
     solved = [m.solve(holdings, solver, time_limit_s) for m in models]
@@ -236,12 +232,12 @@ def _cheapest(
     return best, solved[-1][1]
 
 
-def _priced(reserved: ReservedPrices, pool: _HeldPool) -> ReservedPrices:
+def _priced(reserved: ReservedPrices, pool: HeldPool) -> ReservedPrices:
     assert pool.usd_per_gpu_hour is not None
     return replace(reserved, usd_per_gpu_hour=dict(pool.usd_per_gpu_hour), unit=dict(pool.unit))
 
 
-def _owned_vs_reserved(rates: list[GpuBreakEven], pool: _HeldPool, horizon_days: float) -> tuple[OwnedVsReserved, ...]:
+def _owned_vs_reserved(rates: list[GpuBreakEven], pool: HeldPool, horizon_days: float) -> tuple[OwnedVsReserved, ...]:
     """One GPU bought against one reserved, for each type that can be both."""
     assert pool.terms is not None and pool.usd_per_gpu_hour is not None
     rate = pool.usd_per_gpu_hour
@@ -311,42 +307,6 @@ def implied_rent_usd_per_gpu_hour(gpu: str, jobs: Sequence[JobCandidates]) -> fl
     return cost / gpu_hours if gpu_hours > 0 else math.nan
 
 
-@dataclass(frozen=True, eq=False)
-class _HeldPool:
-    """GPUs a fleet holds for the horizon, bought or reserved: the options o on them (y_o) and each
-    one's busy cost, and per type its fixed cost per GPU (F_g or F_r), the GPUs held together (u_g,
-    w_r) and the most it may hold."""
-
-    holding: Holding
-    symbol: str  # the count variables' prefix: k_i bought units, m_i reserved ones
-    options: SlotOptions
-    busy_usd: np.ndarray
-    fixed_usd: dict[str, float]
-    unit: dict[str, int]
-    cap: Mapping[str, int]
-    usd_per_gpu_hour: Mapping[str, float] | None = None  # reserved: each type's rate
-    terms: int | None = None  # reserved: the whole terms F_r bills
-
-    def counts(self, problem: pulp.LpProblem) -> dict[str, pulp.LpVariable]:
-        """k_g (m_r): the units of each type held, within its cap."""
-        units = {g: self.unit.get(g, 1) for g in sorted(set(self.options.gpu.tolist()))}
-        most = {g: None if (cap := self.cap.get(g)) is None else cap // u for g, u in units.items()}
-        return {g: new_variable(problem, f"{self.symbol}_{i}", 0, most[g], pulp.LpInteger) for i, g in enumerate(units)}
-
-
-def _owned_pool(
-    options: SlotOptions, rates: list[GpuBreakEven], economics: Mapping[str, GpuEconomics], limits: Mapping[str, int]
-) -> _HeldPool:
-    """The GPUs bought: busy cost v_g n_o T_o / 3600 per option, F_g per GPU, bought by the server."""
-    hours = options.num_gpus * (options.end_s - options.start_s) / SECONDS_PER_HOUR
-    busy_rate = {b.gpu_id: b.owned_usd_per_busy_hour for b in rates}
-    busy = np.array([busy_rate[g] for g in options.gpu]) * hours
-    fixed = {b.gpu_id: b.owned_fixed_usd for b in rates}
-    return _HeldPool(
-        Holding.OWNED, "k", options, busy, fixed, {g: e.purchase_unit for g, e in economics.items()}, limits
-    )
-
-
 def _reserved_rates(
     options: SlotOptions,
     reserved: ReservedPrices,
@@ -365,121 +325,3 @@ def _reserved_rates(
         if math.isfinite(usd):
             rate[g] = usd
     return rate
-
-
-def _reserved_pool(
-    options: SlotOptions, reserved: ReservedPrices, rate: Mapping[str, float], horizon_h: float
-) -> _HeldPool:
-    """The GPUs reserved over ``horizon_h``: no busy cost, F_r per GPU at each type's ``rate``."""
-    fixed = {g: reserved.fixed_usd(usd, horizon_h) for g, usd in rate.items()}
-    unit = {g: reserved.unit.get(g, 1) for g in rate}
-    busy = np.zeros(len(options.job))
-    return _HeldPool(Holding.RESERVED, "m", options, busy, fixed, unit, {}, dict(rate), reserved.terms(horizon_h))
-
-
-# A job's choice: the held pool and its option there, or None (rented by the hour)
-_Choice = tuple[_HeldPool, int] | None
-
-
-@dataclass(frozen=True, eq=False)
-class _FleetModel:
-    jobs: Sequence[JobCandidates]
-    held: list[_HeldPool]  # the GPUs bought, then (under a reserved kind) those reserved
-    rent_rows: list[int | None]  # None: the job runs only on held-only types
-    num_slots: int
-    price_usd: dict[str, float]  # each type's purchase price
-
-    def solve(
-        self, holdings: Collection[Holding], solver: str, time_limit_s: float | None
-    ) -> tuple[FleetPlan | None, str]:
-        """The least-cost plan whose jobs hold their GPUs only in the ways ``holdings`` names."""
-        num_jobs, pools = len(self.jobs), [p for p in self.held if p.holding in holdings]
-        rent = Holding.RENTED in holdings
-        job_of = np.concatenate([p.options.job for p in pools])
-        if not rent and len(set(job_of.tolist())) < num_jobs:
-            return None, solver
-        problem = pulp.LpProblem("fleet", pulp.LpMinimize)
-        y = new_binaries(problem, "y", len(job_of))
-        z = new_binaries(problem, "z", num_jobs) if rent else []
-        where = [(p, i) for p in pools for i in range(len(p.options.job))]
-        counts = [p.counts(problem) for p in pools]
-        rents = [
-            0.0 if r is None else float(job.table.cost_usd[r]) for job, r in zip(self.jobs, self.rent_rows, strict=True)
-        ]
-        problem += (
-            pulp.LpAffineExpression(zip(y, np.concatenate([p.busy_usd for p in pools]).tolist(), strict=True))
-            + pulp.lpSum(
-                pulp.LpAffineExpression((k[g], p.unit.get(g, 1) * p.fixed_usd[g]) for g in k)
-                for p, k in zip(pools, counts, strict=True)
-            )
-            + pulp.LpAffineExpression(zip(z, rents, strict=False))  # z is empty when renting is not allowed
-        )
-        for j in range(num_jobs):  # (1); z_j = 0 where the job has no rent row (held-only types)
-            problem += pulp.lpSum(y[i] for i in np.flatnonzero(job_of == j)) + (z[j] if rent else 0) == 1
-            if rent and self.rent_rows[j] is None:
-                problem += z[j] == 0
-        first = 0
-        for p, k in zip(pools, counts, strict=True):  # (2), bought and reserved apart
-            limit = {g: p.unit.get(g, 1) * k[g] for g in k}
-            ys = y[first : first + len(p.options.job)]
-            usage_constraints(problem, p.options, ys, self.num_slots, num_jobs, limit.__getitem__)
-            first += len(ys)
-        optimal, solver_name = run_solver(problem, solver, time_limit_s)
-        if not optimal:
-            return None, solver_name
-        chosen: list[_Choice] = [None] * num_jobs
-        for j in range(num_jobs):
-            mine = np.flatnonzero(job_of == j)
-            if len(mine) and (y[pick := int(mine[chosen_index([y[i] for i in mine])])].varValue or 0) > 0.5:
-                chosen[j] = where[pick]
-        held = {
-            p.holding: {g: p.unit.get(g, 1) * round(k[g].varValue or 0) for g in k}
-            for p, k in zip(pools, counts, strict=True)
-        }
-        return self.plan(held, chosen), solver_name
-
-    def plan(self, held: Mapping[Holding, Mapping[str, int]], chosen: Sequence[_Choice]) -> FleetPlan:
-        """Price a decision: the GPUs held (bought, reserved) and, per job, its held option (None: rented)."""
-        assignments = [self._assignment(j, choice) for j, choice in enumerate(chosen)]
-        purchased, reserved = (dict(held.get(h, {})) for h in (Holding.OWNED, Holding.RESERVED))
-        assignments = compacted(assignments, purchased, reserved)
-        fixed = {p.holding: p.fixed_usd for p in self.held}
-        terms = next((p.terms or 0 for p in self.held if p.holding is Holding.RESERVED), 0)
-        ownership = sum(fixed[Holding.OWNED][g] * count for g, count in purchased.items())
-        reserving = sum(fixed[Holding.RESERVED][g] * count for g, count in reserved.items())
-        running = sum(a.cost_usd for a in assignments if a.holding is Holding.OWNED)
-        rent = sum(a.cost_usd for a in assignments if a.holding is Holding.RENTED)
-        return FleetPlan(
-            total_cost_usd=ownership + running + rent + reserving,
-            purchased={g: c for g, c in purchased.items() if c > 0},
-            ownership_cost_usd=ownership,
-            purchase_usd=sum(self.price_usd[g] * count for g, count in purchased.items()),
-            running_cost_usd=running,
-            rent_cost_usd=rent,
-            assignments=tuple(assignments),
-            reserved={g: c for g, c in reserved.items() if c > 0},
-            reserved_cost_usd=reserving,
-            reserved_terms=terms if any(reserved.values()) else 0,
-        )
-
-    def _assignment(self, j: int, choice: _Choice) -> FleetAssignment:
-        job = self.jobs[j]
-        if choice is None:
-            row, table = self.rent_rows[j], job.table
-            assert row is not None, "a job without a rent row is held (z_j = 0)"
-            end, cost = float(table.time_to_train_s[row]), float(table.cost_usd[row])
-            gpu, n = str(table.gpu_id[row]), int(table.num_gpus[row])
-            return FleetAssignment(job.name, row, gpu, n, Holding.RENTED, 0.0, end, cost, band_factors(table, row))
-        pool, i = choice
-        o, row = pool.options, int(pool.options.row[i])
-        return FleetAssignment(
-            job.name,
-            row,
-            str(o.gpu[i]),
-            int(o.num_gpus[i]),
-            pool.holding,
-            float(o.start_s[i]),
-            float(o.end_s[i]),
-            float(pool.busy_usd[i]),
-            band_factors(job.table, row),
-        )

@@ -1,0 +1,176 @@
+"""The fleet's ILP (:class:`FleetModel`, docs/ilp.md "Fleet sizing"): the GPUs held for the horizon,
+bought or reserved (:class:`HeldPool`), each job's options on them, and the model solved for one
+option's holdings and priced as a :class:`FleetPlan`; split out of planner/search/fleet.py, which
+builds the options and solves the three options."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pulp
+
+from planner.search.fleet_plan import FleetAssignment, FleetPlan, Holding, band_factors, compacted
+from planner.search.ilp import chosen_index
+from planner.search.ownership import GpuBreakEven, GpuEconomics
+from planner.search.reserved import ReservedPrices
+from planner.search.slots import JobCandidates, SlotOptions, usage_constraints
+from planner.search.solver import new_binaries, new_variable, run_solver
+from planner.units import SECONDS_PER_HOUR
+
+__all__ = ["Choice", "FleetModel", "HeldPool", "owned_pool", "reserved_pool"]
+
+
+@dataclass(frozen=True, eq=False)
+class HeldPool:
+    """GPUs a fleet holds for the horizon, bought or reserved: the options o on them (y_o) and each
+    one's busy cost, and per type its fixed cost per GPU (F_g or F_r), the GPUs held together (u_g,
+    w_r) and the most it may hold."""
+
+    holding: Holding
+    symbol: str  # the count variables' prefix: k_i bought units, m_i reserved ones
+    options: SlotOptions
+    busy_usd: np.ndarray
+    fixed_usd: dict[str, float]
+    unit: dict[str, int]
+    cap: Mapping[str, int]
+    usd_per_gpu_hour: Mapping[str, float] | None = None  # reserved: each type's rate
+    terms: int | None = None  # reserved: the whole terms F_r bills
+
+    def counts(self, problem: pulp.LpProblem) -> dict[str, pulp.LpVariable]:
+        """k_g (m_r): the units of each type held, within its cap."""
+        units = {g: self.unit.get(g, 1) for g in sorted(set(self.options.gpu.tolist()))}
+        most = {g: None if (cap := self.cap.get(g)) is None else cap // u for g, u in units.items()}
+        return {g: new_variable(problem, f"{self.symbol}_{i}", 0, most[g], pulp.LpInteger) for i, g in enumerate(units)}
+
+
+def owned_pool(
+    options: SlotOptions, rates: list[GpuBreakEven], economics: Mapping[str, GpuEconomics], limits: Mapping[str, int]
+) -> HeldPool:
+    """The GPUs bought: busy cost v_g n_o T_o / 3600 per option, F_g per GPU, bought by the server."""
+    hours = options.num_gpus * (options.end_s - options.start_s) / SECONDS_PER_HOUR
+    busy_rate = {b.gpu_id: b.owned_usd_per_busy_hour for b in rates}
+    busy = np.array([busy_rate[g] for g in options.gpu]) * hours
+    fixed = {b.gpu_id: b.owned_fixed_usd for b in rates}
+    return HeldPool(
+        Holding.OWNED, "k", options, busy, fixed, {g: e.purchase_unit for g, e in economics.items()}, limits
+    )
+
+
+def reserved_pool(
+    options: SlotOptions, reserved: ReservedPrices, rate: Mapping[str, float], horizon_h: float
+) -> HeldPool:
+    """The GPUs reserved over ``horizon_h``: no busy cost, F_r per GPU at each type's ``rate``."""
+    fixed = {g: reserved.fixed_usd(usd, horizon_h) for g, usd in rate.items()}
+    unit = {g: reserved.unit.get(g, 1) for g in rate}
+    busy = np.zeros(len(options.job))
+    return HeldPool(Holding.RESERVED, "m", options, busy, fixed, unit, {}, dict(rate), reserved.terms(horizon_h))
+
+
+# A job's choice: the held pool and its option there, or None (rented by the hour)
+Choice = tuple[HeldPool, int] | None
+
+
+@dataclass(frozen=True, eq=False)
+class FleetModel:
+    jobs: Sequence[JobCandidates]
+    held: list[HeldPool]  # the GPUs bought, then (under a reserved kind) those reserved
+    rent_rows: list[int | None]  # None: the job runs only on held-only types
+    num_slots: int
+    price_usd: dict[str, float]  # each type's purchase price
+
+    def solve(
+        self, holdings: Collection[Holding], solver: str, time_limit_s: float | None
+    ) -> tuple[FleetPlan | None, str]:
+        """The least-cost plan whose jobs hold their GPUs only in the ways ``holdings`` names."""
+        num_jobs, pools = len(self.jobs), [p for p in self.held if p.holding in holdings]
+        rent = Holding.RENTED in holdings
+        job_of = np.concatenate([p.options.job for p in pools])
+        if not rent and len(set(job_of.tolist())) < num_jobs:
+            return None, solver
+        problem = pulp.LpProblem("fleet", pulp.LpMinimize)
+        y = new_binaries(problem, "y", len(job_of))
+        z = new_binaries(problem, "z", num_jobs) if rent else []
+        where = [(p, i) for p in pools for i in range(len(p.options.job))]
+        counts = [p.counts(problem) for p in pools]
+        rents = [
+            0.0 if r is None else float(job.table.cost_usd[r]) for job, r in zip(self.jobs, self.rent_rows, strict=True)
+        ]
+        problem += (
+            pulp.LpAffineExpression(zip(y, np.concatenate([p.busy_usd for p in pools]).tolist(), strict=True))
+            + pulp.lpSum(
+                pulp.LpAffineExpression((k[g], p.unit.get(g, 1) * p.fixed_usd[g]) for g in k)
+                for p, k in zip(pools, counts, strict=True)
+            )
+            + pulp.LpAffineExpression(zip(z, rents, strict=False))  # z is empty when renting is not allowed
+        )
+        for j in range(num_jobs):  # (1); z_j = 0 where the job has no rent row (held-only types)
+            problem += pulp.lpSum(y[i] for i in np.flatnonzero(job_of == j)) + (z[j] if rent else 0) == 1
+            if rent and self.rent_rows[j] is None:
+                problem += z[j] == 0
+        first = 0
+        for p, k in zip(pools, counts, strict=True):  # (2), bought and reserved apart
+            limit = {g: p.unit.get(g, 1) * k[g] for g in k}
+            ys = y[first : first + len(p.options.job)]
+            usage_constraints(problem, p.options, ys, self.num_slots, num_jobs, limit.__getitem__)
+            first += len(ys)
+        optimal, solver_name = run_solver(problem, solver, time_limit_s)
+        if not optimal:
+            return None, solver_name
+        chosen: list[Choice] = [None] * num_jobs
+        for j in range(num_jobs):
+            mine = np.flatnonzero(job_of == j)
+            if len(mine) and (y[pick := int(mine[chosen_index([y[i] for i in mine])])].varValue or 0) > 0.5:
+                chosen[j] = where[pick]
+        held = {
+            p.holding: {g: p.unit.get(g, 1) * round(k[g].varValue or 0) for g in k}
+            for p, k in zip(pools, counts, strict=True)
+        }
+        return self.plan(held, chosen), solver_name
+
+    def plan(self, held: Mapping[Holding, Mapping[str, int]], chosen: Sequence[Choice]) -> FleetPlan:
+        """Price a decision: the GPUs held (bought, reserved) and, per job, its held option (None: rented)."""
+        assignments = [self._assignment(j, choice) for j, choice in enumerate(chosen)]
+        purchased, reserved = (dict(held.get(h, {})) for h in (Holding.OWNED, Holding.RESERVED))
+        assignments = compacted(assignments, purchased, reserved)
+        fixed = {p.holding: p.fixed_usd for p in self.held}
+        terms = next((p.terms or 0 for p in self.held if p.holding is Holding.RESERVED), 0)
+        ownership = sum(fixed[Holding.OWNED][g] * count for g, count in purchased.items())
+        reserving = sum(fixed[Holding.RESERVED][g] * count for g, count in reserved.items())
+        running = sum(a.cost_usd for a in assignments if a.holding is Holding.OWNED)
+        rent = sum(a.cost_usd for a in assignments if a.holding is Holding.RENTED)
+        return FleetPlan(
+            total_cost_usd=ownership + running + rent + reserving,
+            purchased={g: c for g, c in purchased.items() if c > 0},
+            ownership_cost_usd=ownership,
+            purchase_usd=sum(self.price_usd[g] * count for g, count in purchased.items()),
+            running_cost_usd=running,
+            rent_cost_usd=rent,
+            assignments=tuple(assignments),
+            reserved={g: c for g, c in reserved.items() if c > 0},
+            reserved_cost_usd=reserving,
+            reserved_terms=terms if any(reserved.values()) else 0,
+        )
+
+    def _assignment(self, j: int, choice: Choice) -> FleetAssignment:
+        job = self.jobs[j]
+        if choice is None:
+            row, table = self.rent_rows[j], job.table
+            assert row is not None, "a job without a rent row is held (z_j = 0)"
+            end, cost = float(table.time_to_train_s[row]), float(table.cost_usd[row])
+            gpu, n = str(table.gpu_id[row]), int(table.num_gpus[row])
+            return FleetAssignment(job.name, row, gpu, n, Holding.RENTED, 0.0, end, cost, band_factors(table, row))
+        pool, i = choice
+        o, row = pool.options, int(pool.options.row[i])
+        return FleetAssignment(
+            job.name,
+            row,
+            str(o.gpu[i]),
+            int(o.num_gpus[i]),
+            pool.holding,
+            float(o.start_s[i]),
+            float(o.end_s[i]),
+            float(pool.busy_usd[i]),
+            band_factors(job.table, row),
+        )
