@@ -212,7 +212,7 @@ def fleet_prices(spec: JobsFile, catalog: Catalog, jobs_file: Path) -> dict[str,
 def fleet_ignored(spec: JobsFile, prices: dict[str, float]) -> list[str]:
     """The warnings of what fleet reads in the file and weighs otherwise or ignores (``prices``: the
     types to buy): a rented type to buy, wall power or rent of a type it neither buys nor rents, an
-    inventory, budgets."""
+    budgets."""
     warnings = []
     both = sorted(set(spec.rented) & set(prices))
     if both:  # review s27: rented was dropped without a word
@@ -230,11 +230,11 @@ def fleet_ignored(spec: JobsFile, prices: dict[str, float]) -> list[str]:
             f" {', '.join(unused)}; add them to buy or rented to weigh them"
         )
     budgeted = [job.name for job in spec.jobs if job.budget_usd is not None]
-    if spec.inventory or budgeted:  # fleet sizes what to own: no inventory, budgets bound rent
-        ignored = ["[inventory]"] if spec.inventory else []
-        if budgeted:
-            ignored.append(f"{FLEET_IGNORED_JOB_KEY} ({', '.join(budgeted)})")
-        warnings.append(f"fleet sizes what to buy and ignores {' and '.join(ignored)}; portfolio plans on an inventory")
+    if budgeted:  # fleet sizes what to own: budgets bound rent ([inventory] is the GPUs owned: trial s51 H1)
+        warnings.append(
+            f"fleet sizes what to buy and ignores {FLEET_IGNORED_JOB_KEY} ({', '.join(budgeted)});"
+            " portfolio plans on an inventory"
+        )
     return warnings
 
 
@@ -243,7 +243,8 @@ def fleet(
         ...,
         help=escape(
             "jobs file (TOML/JSON) with horizon_days, the GPU types to buy"
-            " (buy = [...] at catalog prices, or [purchase_usd] with prices) and [[jobs]] (examples/fleet.toml);"
+            " (buy = [...] at catalog prices, or [purchase_usd] with prices) and [[jobs]] (examples/fleet.toml),"
+            " and optionally [inventory], the GPUs already owned (their price sunk; fleet sizes what to add);"
             f" {job_keys_help()} ({FLEET_IGNORED_JOB_KEY}: portfolio's; fleet ignores it)"
         ),
     ),
@@ -265,12 +266,14 @@ def fleet(
         raise ValueError(f"{jobs_file}: fleet needs horizon_days and GPU types to buy ([purchase_usd] or buy = [...])")
     # the types to buy, and those the file rents only (trial s36: a B200 quote and rented = ["b200"]
     # were ignored, and the urgent job was rented on 1,024 H100): a rented job may run on either
-    requests = file_requests(spec, {g: None for g in [*prices, *spec.rented]}, jobs_file)
+    # and those already owned ([inventory], trial s51 H1), which any job may run on
+    requests = file_requests(spec, {g: None for g in [*prices, *spec.rented, *spec.inventory]}, jobs_file)
     for line in fleet_ignored(spec, prices):
         render.warn(line)
     try:
         with render.working(f"sizing the fleet for {len(requests)} jobs", quiet=as_json):
             options = {**fleet_options(spec, catalog), "calibration": None if applied is None else applied.record}
+            options |= {"owned": spec.inventory, "rented": frozenset(spec.rented)}
             # trial s27: the file's default of 1 slot was raised to 2, whose coarse grid bought and
             # rented where 12 (plan_fleet's) ran the jobs back to back for 26 % less
             if spec.num_slots is not None:

@@ -9,7 +9,8 @@ rented = ["b200"]            # portfolio: inventory types rented, not owned: eac
 price_kind = "reserved-1y"   # optional: rent at the median of this kind's offers (reserved: whole terms)
 term_filled = 0.5            # optional, reserved kinds: the share of a term past the horizon other work
                              # pays (plan's --term-filled; default 0: the whole term is billed)
-[inventory]                  # portfolio: GPUs on hand, shared by all jobs
+[inventory]                  # GPUs on hand, shared by all jobs (fleet: already owned, their price sunk;
+                             # it sizes what to buy in addition)
 h100-sxm = 256
 b200 = 64
 [purchase_usd]               # fleet: types that may be bought; portfolio: what the owned ones cost (USD per GPU)

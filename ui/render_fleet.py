@@ -134,12 +134,15 @@ def fleet(
     if purchase is not None:  # the outlay where the answer buys, not only in its column (app50)
         out.print(purchase_text(EN, purchase, CLI_TIMES), markup=False)
     for name, p in option_rows(solution, data):
-        if any(p["purchased"].values()) or p["reserved"]:  # an option that holds GPUs (split_words)
+        # an option that holds GPUs (split_words): one that buys or reserves, or the chosen one on owned GPUs
+        if any(p["purchased"].values()) or p["reserved"] or (p["owned"] and p is data["mixed"]):
             out.print(split_words(name, p, solution.horizon_days, data["reserved_term"] is not None))
     if data["reserved_term"] is not None:
         out.print(term_words(data["reserved_term"], solution.horizon_days), markup=False)
     if data["held_only"]:
         out.print(held_only_words(data["held_only"]), markup=False)
+    if data["owned"]:
+        out.print(owned_words(data["owned"], data["mixed"]["owned_cost_usd"], solution.horizon_days), markup=False)
     if tco is not None:
         out.print(ownership_words(tco, solution.horizon_days), markup=False)
     out.print(slot_words(solution))
@@ -165,7 +168,7 @@ def rates_words(solution) -> str:
 def option_rows(solution, data: dict) -> list[tuple[str, dict]]:
     """The options there are (``FleetSolution.options``: which, and their names in the text), each
     with its JSON (``data``, ``fleet_json``'s)."""
-    return [(option.value, data[option.json_key]) for option, _ in solution.options()]
+    return [(solution.option_name(option), data[option.json_key]) for option, _ in solution.options()]
 
 
 def option_table(solution, data: dict, risks: dict[str, str]) -> Table:
@@ -216,6 +219,7 @@ FLEET_KEYS = (
     "reserved_term",
     "owned_vs_reserved",
     "held_only",
+    "owned",
     "warnings",
     "purchase",
     "run_losses",
@@ -227,10 +231,11 @@ def split_words(name: str, p: dict, horizon_days: float, reserving: bool = False
     GPUs busy 81 % of the 365 days' (trial s36: the text showed the total alone); one that reserves
     says its terms' bill and its reserved GPUs' busy share in place of the rent (``reserving``: under
     a reserved price kind, where no job is rented)."""
-    owned = sum(p["purchased"].values())
+    owned = sum(p["purchased"].values()) + sum(p["owned"].values())
+    running = f"{name}: owned GPUs' running {money(p['owned_cost_usd'])} + " if p["owned"] else f"{name}: "
     if not reserving:
         return (
-            f"{name}: ownership {money(p['ownership_cost_usd'])} + busy power"
+            f"{running}ownership {money(p['ownership_cost_usd'])} + busy power"
             f" {money(p['running_cost_usd'])} + rent {money(p['rent_cost_usd'])}; the {owned:,}"
             f" owned GPUs busy {p['owned_busy_fraction']:.0%} of the {horizon_days:,.0f} days"
         )
@@ -245,7 +250,7 @@ def split_words(name: str, p: dict, horizon_days: float, reserving: bool = False
             f" {p['reserved_billed_days']:,.0f} days their {counted(p['reserved_terms'], 'term')} bill"
         )
     return (
-        f"{name}: ownership {money(p['ownership_cost_usd'])} + busy power {money(p['running_cost_usd'])}"
+        f"{running}ownership {money(p['ownership_cost_usd'])} + busy power {money(p['running_cost_usd'])}"
         f" + reserved terms {money(p['reserved_cost_usd'])}; {', '.join(busy) or 'nothing held'}"
     )
 
@@ -268,6 +273,17 @@ def term_words(term: dict, horizon_days: float) -> str:
         f" whole terms its jobs need (at most the {counted(term['terms'], 'term')} covering the"
         f" {horizon_days:,.0f} days), {rest}, and nothing per busy hour (the cloud pays the power); no job is"
         f" rented by the hour at that rate{per_gpu}"
+    )
+
+
+def owned_words(owned: dict[str, int], running_usd: float, horizon_days: float) -> str:
+    """The GPUs already owned, in every option (trial s51 H1: fleet ignored them): 'already owned, in
+    every option: h100-sxm=256; their price is sunk (no outlay, amortisation or cost of capital), their
+    hosting, staff and idle power over the 365 days, $0.78M, is in every total; GPUs bought are added'."""
+    return (
+        f"already owned, in every option: {held_words(owned)}; their price is sunk (no outlay, amortisation"
+        f" or cost of capital), their hosting, staff and idle power over the {horizon_days:,.0f} days,"
+        f" {money(running_usd)}, is in every total; 'GPUs bought' is what an option adds to them"
     )
 
 
@@ -296,7 +312,9 @@ def plan_json(p, solution, risks: dict[str, str], losses: dict[str, RunLossInput
     return {
         "total_cost_usd": float(p.total_cost_usd),
         "total_cost_usd_band": p.total_band(),
-        "purchased": p.purchased,
+        "purchased": p.purchased,  # bought in addition to those owned
+        "owned": p.owned,  # already owned ([inventory]): their price sunk
+        "owned_cost_usd": float(p.owned_cost_usd),  # their running cost over the horizon, in the total
         "ownership_cost_usd": float(p.ownership_cost_usd),
         "purchase_usd": float(p.purchase_usd),
         "rent_cost_usd": float(p.rent_cost_usd),
@@ -348,6 +366,7 @@ def fleet_json(
         # types to buy with no offer of the jobs' price kind and no rate given: bought or not held
         # (review s44 M5, s45 M1)
         "held_only": sorted(solution.held_only),
+        "owned": dict(solution.owned),  # GPUs already owned, in every option (trial s51 H1)
         # the reserved terms are billed (reserved_term), no longer warned of (session 44); the prices'
         # warnings (trial s48: a rent no median of offers backs, a kind above on-demand)
         "warnings": [w.words() for w in solution.price_warnings],

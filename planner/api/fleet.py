@@ -14,12 +14,13 @@ from planner.catalog.hardware import Catalog, load_catalog
 from planner.catalog.held_price import HeldPrice
 from planner.catalog.prices import PriceBasis
 from planner.errors import InfeasiblePlan
+from planner.model.energy import gpu_wall_power_w
 from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
 from planner.plan_calibration import PlanCalibration
 from planner.request import PlanRequest
 from planner.search.fleet import FleetSolution, Holding, size_fleet
 from planner.search.held_warnings import ManyJobAnswer
-from planner.search.ownership import TcoAssumptions, economics_for
+from planner.search.ownership import OwnedGpus, TcoAssumptions, economics_for
 
 __all__ = ["plan_fleet"]
 
@@ -36,12 +37,16 @@ def plan_fleet(
     rent_usd_per_gpu_hour: dict[str, float] | None = None,
     wall_power_w: dict[str, float] | None = None,
     calibration: PlanCalibration | None = None,
+    owned: dict[str, int] | None = None,
+    rented: frozenset[str] = frozenset(),
 ) -> FleetSolution:
     """How many GPUs of each type to buy vs rent for a set of jobs over a horizon (rent and wall
     power per type: given, else the catalog's; the jobs' own rent is their requests' prices;
     ``calibration``: as ``plan_portfolio``'s). Under a reserved price kind the jobs' GPUs are
     reserved for whole terms instead of rented (planner/api/reserved.py ``reserved_prices``); a type to
-    buy that the jobs' price kind has no offer for is bought or not held (``held_only_types``)."""
+    buy that the jobs' price kind has no offer for is bought or not held (``held_only_types``).
+    ``owned``: GPUs already owned per type (a jobs file's [inventory]), held beside those bought, their
+    price sunk (``OwnedGpus``); one neither to buy nor in ``rented`` is never rented."""
     catalog = catalog or load_catalog()
     settings_or_default = settings or DEFAULT_SETTINGS
     held_only = held_only_types(requests, purchase_usd, catalog, rent_usd_per_gpu_hour or {})
@@ -49,13 +54,36 @@ def plan_fleet(
     jobs = [job_candidates(r, name, catalog, settings, calibration) for name, r in requests.items()]
     economics = economics_for(catalog, purchase_usd, settings_or_default, rent_usd_per_gpu_hour, wall_power_w)
     reserved = reserved_prices(requests, catalog, settings_or_default, rent_usd_per_gpu_hour, held_only=held_only)
+    held = owned_gpus(catalog, owned or {}, settings_or_default, wall_power_w)
+    unrented = frozenset(held) - set(economics) - set(rented)
     try:
         solution = size_fleet(
-            jobs, economics, horizon_days, tco, num_slots=num_slots, reserved=reserved, held_only=held_only
+            jobs,
+            economics,
+            horizon_days,
+            tco,
+            num_slots=num_slots,
+            reserved=reserved,
+            held_only=held_only,
+            owned=held,
+            unrented=unrented,
         )
     except InfeasiblePlan as answer:  # the risk clause as plan's and portfolio's (trial s48 L3)
         raise fleet_answer(answer, requests) from None
     return with_prices(solution, requests, catalog, rent_usd_per_gpu_hour or {})
+
+
+def owned_gpus(
+    catalog: Catalog, owned: dict[str, int], settings: ModelingSettings, wall_power_w: dict[str, float] | None
+) -> dict[str, OwnedGpus]:
+    """Each owned type's GPUs at its wall power: the given one, else the catalog's by the one rule
+    (planner/model/energy.py), as a type to buy is powered (``economics_for``)."""
+    power = {catalog.gpu(g).id: w for g, w in (wall_power_w or {}).items()}
+    out = {}
+    for name, count in owned.items():
+        gpu = catalog.gpu(name)
+        out[gpu.id] = OwnedGpus(count, power.get(gpu.id, gpu_wall_power_w(gpu, settings)))
+    return out
 
 
 def fleet_answer(answer: InfeasiblePlan, requests: dict[str, PlanRequest]) -> InfeasiblePlan:

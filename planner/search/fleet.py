@@ -21,7 +21,14 @@ from planner.search.fleet_plan import (
     Holding,
 )
 from planner.search.ilp import ScoredTable, pareto_mask
-from planner.search.ownership import GpuBreakEven, GpuEconomics, TcoAssumptions, break_even
+from planner.search.ownership import (
+    GpuBreakEven,
+    GpuEconomics,
+    OwnedGpus,
+    TcoAssumptions,
+    break_even,
+    running_break_even,
+)
 from planner.search.reserved import OwnedVsReserved, ReservedPrices
 from planner.search.slots import (
     JobCandidates,
@@ -62,6 +69,8 @@ def size_fleet(
     time_limit_s: float | None = None,
     reserved: ReservedPrices | None = None,
     held_only: frozenset[str] = frozenset(),
+    owned: Mapping[str, OwnedGpus] | None = None,
+    unrented: frozenset[str] = frozenset(),
 ) -> FleetSolution:
     r"""How many GPUs of each type to buy, and which jobs to rent for, at least total cost.
 
@@ -90,6 +99,12 @@ def size_fleet(
     ``held_only``: types to buy that no offer of the jobs' price kind rents and no rate is given for:
     never rented nor reserved (a job on them alone has z_j = 0), and no break-even against a rent
     they do not have (review s44 M5, s45 M1: one such type refused the whole fleet).
+
+    ``owned``: the GPUs already owned, I_g per type (trial s51 H1: they were ignored): a held pool
+    beside the bought one, (2) reading I_g + b_g, their price sunk and their running cost F0_g I_g
+    (``running_break_even``) in every total; b_g is what is bought in addition, and the option that
+    buys nothing holds them too. ``unrented``: types never rented nor reserved (owned ones the jobs
+    file does not rent), as ``held_only``'s but with no word of an offer.
     """
     if not jobs:
         raise ValueError("jobs: expected at least one job")
@@ -101,17 +116,33 @@ def size_fleet(
         break_even(gpu, econ, tco, horizon_h, math.nan if gpu in held_only else _rent_rate(gpu, econ, jobs))
         for gpu, econ in sorted(economics.items())
     ]
-    rent_rows, owned, reserving = _job_options(
-        jobs, economics, limits, (horizon_s, num_slots), prune, reserved is not None, held_only
+    owned = dict(owned or {})
+    no_rent = held_only | unrented
+    held = _most_held(economics, limits, owned)
+    rent_rows, options, reserving = _job_options(
+        jobs, held, (horizon_s, num_slots), prune, reserved is not None, no_rent
     )
-    bought = owned_pool(owned, rates, economics, limits)
+    running = [running_break_even(g, gpus, tco, horizon_h) for g, gpus in sorted(owned.items())]
+    bought = owned_pool(options, rates, economics, limits, ({g: o.count for g, o in owned.items()}, running))
     price = {gpu: econ.purchase_usd for gpu, econ in economics.items()}
+    solving = (solver, time_limit_s)
     if reserved is None or reserving is None:
         model = FleetModel(jobs, [bought], rent_rows, num_slots, price)
-        return _solve_options([model], rates, reserved, horizon_days, (solver, time_limit_s), held_only)
-    pools = _reserved_pools(reserving, reserved, economics, jobs, horizon_h, held_only)
+        return _solve_options([model], rates, reserved, horizon_days, solving, held_only)
+    pools = _reserved_pools(reserving, reserved, economics, jobs, horizon_h, no_rent)
     models = [FleetModel(jobs, [bought, pool], rent_rows, num_slots, price) for pool in pools]
-    return _solve_options(models, rates, reserved, horizon_days, (solver, time_limit_s), held_only)
+    return _solve_options(models, rates, reserved, horizon_days, solving, held_only)
+
+
+def _most_held(
+    economics: Mapping[str, GpuEconomics], limits: Mapping[str, int], owned: Mapping[str, OwnedGpus]
+) -> dict[str, float]:
+    """The most GPUs of each type to buy or already owned a job may run on: I_g + max_purchase_g (I_g
+    alone for a type not to buy)."""
+    most = {g: float(limits.get(g, math.inf)) for g in economics}
+    for g, gpus in owned.items():
+        most[g] = gpus.count + (most[g] if g in economics else 0)
+    return most
 
 
 def _reserved_pools(
@@ -139,30 +170,30 @@ def _reserved_pools(
 
 def _job_options(
     jobs: Sequence[JobCandidates],
-    economics: Mapping[str, GpuEconomics],
-    limits: Mapping[str, int],
+    held: Mapping[str, float],
     slotting: tuple[float, int],
     prune: bool,
     reserving_kind: bool,
     held_only: frozenset[str],
 ) -> tuple[list[int | None], SlotOptions, SlotOptions | None]:
     """Each job's rented row (None: it runs only on ``held_only`` types), its owned options (the
-    types to buy, within their caps) and, under a reserved kind, its reserved ones (every type but
-    ``held_only``: the types to rent are the jobs' own). ``slotting``: the horizon's seconds and slots."""
+    types to buy or already owned, ``held``: within the most of each, I_g + max_purchase_g) and, under
+    a reserved kind, its reserved ones (every type but ``held_only``: the types to rent are the jobs'
+    own). ``slotting``: the horizon's seconds and slots."""
     horizon_s, num_slots = slotting
     slot_s = slot_length_s(horizon_s, num_slots)
     rent_rows, owned, reserving, failed = [], [], [], []
     for j, job in enumerate(jobs):
         finish_by = job_finish_s(job, horizon_s)
         try:
-            rows = _job_rows(job, finish_by, economics, horizon_s)
+            rows = _job_rows(job, finish_by, held, horizon_s)
         except InfeasiblePlan as exc:  # every job that cannot run is named (slots.py jobs_infeasible)
             failed.append((job.name, exc))
             continue
         rentable = rows[~np.isin(job.table.gpu_id[rows], list(held_only))]
         rent_rows.append(rent_row(job.table, rentable) if len(rentable) else None)
-        buyable = rows[np.isin(job.table.gpu_id[rows], list(economics))]
-        cap = np.array([limits.get(g, np.inf) for g in job.table.gpu_id[buyable]], dtype=float)
+        buyable = rows[np.isin(job.table.gpu_id[rows], list(held))]
+        cap = np.array([held[g] for g in job.table.gpu_id[buyable]], dtype=float)
         buyable = buyable[job.table.num_gpus[buyable] <= cap]
         owned.append(expand_starts(j, job, _pruned(job.table, buyable, prune), num_slots, slot_s, finish_by))
         if reserving_kind:
@@ -202,9 +233,12 @@ def _solve_options(
     mixed, solver_name = _cheapest(models, {Holding.OWNED, other}, solver, time_limit_s)
     assert mixed is not None, "every job can be rented, reserved or bought"
     buy_only, _ = model.solve({Holding.OWNED}, solver, time_limit_s)
-    if reserved is None:  # None where a job runs only on held_only types
+    no_buy: FleetPlan | None
+    if model.held[0].owned:  # nothing bought: the jobs on the GPUs already owned, or rented (reserved)
+        no_buy, _ = _cheapest(models, {Holding.OWNED, other}, solver, time_limit_s, buying=False)
+    elif reserved is None:  # None where a job runs only on held_only types
         rentable = all(r is not None for r in model.rent_rows)
-        no_buy: FleetPlan | None = model.plan({}, [None] * len(model.jobs)) if rentable else None
+        no_buy = model.plan({}, [None] * len(model.jobs)) if rentable else None
     else:
         no_buy, _ = _cheapest(models, {Holding.RESERVED}, solver, time_limit_s)  # None: a job runs only bought
     return FleetSolution(
@@ -219,14 +253,20 @@ def _solve_options(
         reserved=None if reserved is None else _priced(reserved, model.held[-1]),
         owned_vs_reserved=() if reserved is None else _owned_vs_reserved(rates, model.held[-1], horizon_days),
         held_only=held_only,
+        owned=dict(model.held[0].owned),
     )
 
 
 def _cheapest(
-    models: list[FleetModel], holdings: Collection[Holding], solver: str, time_limit_s: float | None
+    models: list[FleetModel],
+    holdings: Collection[Holding],
+    solver: str,
+    time_limit_s: float | None,
+    buying: bool = True,
 ) -> tuple[FleetPlan | None, str]:
-    """The least-cost plan of ``holdings`` over the models (None: none can hold every job so)."""
-    solved = [m.solve(holdings, solver, time_limit_s) for m in models]
+    """The least-cost plan of ``holdings`` over the models (None: none can hold every job so;
+    ``buying`` False: none that buys GPUs)."""
+    solved = [m.solve(holdings, solver, time_limit_s, buying) for m in models]
     plans = [p for p, _ in solved if p is not None]
     best = min(plans, key=lambda p: p.total_cost_usd) if plans else None
     return best, solved[-1][1]
@@ -264,9 +304,7 @@ def rent_row(table: ScoredTable, rows: np.ndarray) -> int:
     return fastest_near_cheapest(table.cost_usd, table.time_to_train_s, rows)
 
 
-def _job_rows(
-    job: JobCandidates, finish_by: float | None, economics: Mapping[str, GpuEconomics], horizon_s: float
-) -> np.ndarray:
+def _job_rows(job: JobCandidates, finish_by: float | None, held: Collection[str], horizon_s: float) -> np.ndarray:
     """``job_rows`` without an inventory: the rows the job may be rented or owned on. When none is
     feasible, the answer also says what the search covered: fleet has no inventory and no
     ``--max-gpus``, so the GPU types and the counts its tables were scored up to (the GPU-count cap,
@@ -278,7 +316,7 @@ def _job_rows(
         table = job.table
         types = sorted(set(table.gpu_id.tolist()))
         counts = ", ".join(f"{g}<={int(table.num_gpus[table.gpu_id == g].max())}" for g in types)
-        scope = "the GPU types to buy" if set(types) <= set(economics) else "the jobs' GPU types"
+        scope = "the GPU types to buy" if set(types) <= set(held) else "the jobs' GPU types"
         past_horizon = exc.constraint is Constraint.DEADLINE and (exc.required or 0.0) > horizon_s
         # the least days a days field needs, as the deadline's own fix (review s46 L9: whole days here)
         horizon = f" and a horizon_days of at least {days_field(exc.required or 0.0)}"

@@ -6,7 +6,7 @@ builds the options and solves the three options."""
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pulp
@@ -37,25 +37,48 @@ class HeldPool:
     cap: Mapping[str, int]
     usd_per_gpu_hour: Mapping[str, float] | None = None  # reserved: each type's rate
     terms: int | None = None  # reserved: the whole terms F_r bills
+    # bought: the GPUs already owned (I_g) the options may use besides, and each one's running cost
+    # over the horizon (F0_g: its price sunk), a constant of every total
+    owned: Mapping[str, int] = field(default_factory=dict)
+    owned_fixed_usd: Mapping[str, float] = field(default_factory=dict)
 
-    def counts(self, problem: pulp.LpProblem) -> dict[str, pulp.LpVariable]:
-        """k_g (m_r): the units of each type held, within its cap."""
-        units = {g: self.unit.get(g, 1) for g in sorted(set(self.options.gpu.tolist()))}
+    def counts(self, problem: pulp.LpProblem, buying: bool = True) -> dict[str, pulp.LpVariable]:
+        """k_g (m_r): the units of each type held, within its cap; none of a type only owned (no
+        F_g), and none bought where the option buys nothing (``buying`` False: b = 0)."""
+        adding = buying or self.holding is not Holding.OWNED
+        types = sorted(set(self.options.gpu.tolist()) & set(self.fixed_usd)) if adding else []
+        units = {g: self.unit.get(g, 1) for g in types}
         most = {g: None if (cap := self.cap.get(g)) is None else cap // u for g, u in units.items()}
         return {g: new_variable(problem, f"{self.symbol}_{i}", 0, most[g], pulp.LpInteger) for i, g in enumerate(units)}
 
+    def capacity(self, counts: Mapping[str, pulp.LpVariable]):
+        """(2)'s right-hand side per type: I_g + u_g k_g (the owned GPUs alone where none is added)."""
+        return lambda g: self.owned.get(g, 0) + (self.unit.get(g, 1) * counts[g] if g in counts else 0)
+
+    @property
+    def owned_cost_usd(self) -> float:
+        """sum_g F0_g I_g: the owned GPUs' running cost over the horizon."""
+        return sum(self.owned_fixed_usd[g] * n for g, n in self.owned.items())
+
 
 def owned_pool(
-    options: SlotOptions, rates: list[GpuBreakEven], economics: Mapping[str, GpuEconomics], limits: Mapping[str, int]
+    options: SlotOptions,
+    rates: list[GpuBreakEven],
+    economics: Mapping[str, GpuEconomics],
+    limits: Mapping[str, int],
+    owned: tuple[Mapping[str, int], list[GpuBreakEven]] = ({}, []),
 ) -> HeldPool:
-    """The GPUs bought: busy cost v_g n_o T_o / 3600 per option, F_g per GPU, bought by the server."""
+    """The GPUs bought, beside those already owned (``owned``: I_g and each type's running rates,
+    ``running_break_even``): busy cost v_g n_o T_o / 3600 per option, F_g per GPU bought, bought by the
+    server; F0_g per GPU owned."""
+    counts, running = owned
     hours = options.num_gpus * (options.end_s - options.start_s) / SECONDS_PER_HOUR
-    busy_rate = {b.gpu_id: b.owned_usd_per_busy_hour for b in rates}
+    busy_rate = {b.gpu_id: b.owned_usd_per_busy_hour for b in [*running, *rates]}  # a bought type's own where both
     busy = np.array([busy_rate[g] for g in options.gpu]) * hours
     fixed = {b.gpu_id: b.owned_fixed_usd for b in rates}
-    return HeldPool(
-        Holding.OWNED, "k", options, busy, fixed, {g: e.purchase_unit for g, e in economics.items()}, limits
-    )
+    unit = {g: e.purchase_unit for g, e in economics.items()}
+    owned_fixed = {b.gpu_id: b.owned_fixed_usd for b in running}
+    return HeldPool(Holding.OWNED, "k", options, busy, fixed, unit, limits, owned=counts, owned_fixed_usd=owned_fixed)
 
 
 def reserved_pool(
@@ -81,9 +104,10 @@ class FleetModel:
     price_usd: dict[str, float]  # each type's purchase price
 
     def solve(
-        self, holdings: Collection[Holding], solver: str, time_limit_s: float | None
+        self, holdings: Collection[Holding], solver: str, time_limit_s: float | None, buying: bool = True
     ) -> tuple[FleetPlan | None, str]:
-        """The least-cost plan whose jobs hold their GPUs only in the ways ``holdings`` names."""
+        """The least-cost plan whose jobs hold their GPUs only in the ways ``holdings`` names (``buying``
+        False: it buys nothing, its owned jobs on the GPUs already owned)."""
         num_jobs, pools = len(self.jobs), [p for p in self.held if p.holding in holdings]
         rent = Holding.RENTED in holdings
         job_of = np.concatenate([p.options.job for p in pools])
@@ -93,7 +117,7 @@ class FleetModel:
         y = new_binaries(problem, "y", len(job_of))
         z = new_binaries(problem, "z", num_jobs) if rent else []
         where = [(p, i) for p in pools for i in range(len(p.options.job))]
-        counts = [p.counts(problem) for p in pools]
+        counts = [p.counts(problem, buying) for p in pools]
         rents = [
             0.0 if r is None else float(job.table.cost_usd[r]) for job, r in zip(self.jobs, self.rent_rows, strict=True)
         ]
@@ -110,10 +134,9 @@ class FleetModel:
             if rent and self.rent_rows[j] is None:
                 problem += z[j] == 0
         first = 0
-        for p, k in zip(pools, counts, strict=True):  # (2), bought and reserved apart
-            limit = {g: p.unit.get(g, 1) * k[g] for g in k}
+        for p, k in zip(pools, counts, strict=True):  # (2), bought (with the owned) and reserved apart
             ys = y[first : first + len(p.options.job)]
-            usage_constraints(problem, p.options, ys, self.num_slots, num_jobs, limit.__getitem__)
+            usage_constraints(problem, p.options, ys, self.num_slots, num_jobs, p.capacity(k))
             first += len(ys)
         optimal, solver_name = run_solver(problem, solver, time_limit_s)
         if not optimal:
@@ -133,7 +156,9 @@ class FleetModel:
         """Price a decision: the GPUs held (bought, reserved) and, per job, its held option (None: rented)."""
         assignments = [self._assignment(j, choice) for j, choice in enumerate(chosen)]
         purchased, reserved = (dict(held.get(h, {})) for h in (Holding.OWNED, Holding.RESERVED))
-        assignments = compacted(assignments, purchased, reserved)
+        bought = self.held[0]  # the GPUs bought and already owned
+        pool = {g: bought.owned.get(g, 0) + purchased.get(g, 0) for g in {**bought.owned, **purchased}}
+        assignments = compacted(assignments, pool, reserved)
         fixed = {p.holding: p.fixed_usd for p in self.held}
         terms = next((p.terms or 0 for p in self.held if p.holding is Holding.RESERVED), 0)
         ownership = sum(fixed[Holding.OWNED][g] * count for g, count in purchased.items())
@@ -141,7 +166,7 @@ class FleetModel:
         running = sum(a.cost_usd for a in assignments if a.holding is Holding.OWNED)
         rent = sum(a.cost_usd for a in assignments if a.holding is Holding.RENTED)
         return FleetPlan(
-            total_cost_usd=ownership + running + rent + reserving,
+            total_cost_usd=ownership + running + rent + reserving + bought.owned_cost_usd,
             purchased={g: c for g, c in purchased.items() if c > 0},
             ownership_cost_usd=ownership,
             purchase_usd=sum(self.price_usd[g] * count for g, count in purchased.items()),
@@ -151,6 +176,8 @@ class FleetModel:
             reserved={g: c for g, c in reserved.items() if c > 0},
             reserved_cost_usd=reserving,
             reserved_terms=terms if any(reserved.values()) else 0,
+            owned=dict(bought.owned),
+            owned_cost_usd=bought.owned_cost_usd,
         )
 
     def _assignment(self, j: int, choice: Choice) -> FleetAssignment:

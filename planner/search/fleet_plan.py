@@ -116,6 +116,11 @@ class FleetPlan:
     # the whole terms the reservation is billed for: those its jobs need, at most the horizon's (review
     # s44: a 366-day horizon billed 2 one-year terms for jobs done by day 321); 0 where none is reserved
     reserved_terms: int = 0
+    # GPUs already owned (I_g, [inventory]), held in every option beside those bought, and their
+    # running cost over the horizon (sum_g F0_g I_g: hosting, staff, idle power; their price is sunk),
+    # in the total (trial s51 H1: fleet ignored them and bought for jobs they could run)
+    owned: dict[str, int] = field(default_factory=dict)
+    owned_cost_usd: float = 0.0
 
     def total_band(self) -> tuple[float, float] | None:
         """The total with the jobs' costs (rent, or busy power) at their bands' ends, summed
@@ -133,12 +138,16 @@ class FleetPlan:
         their terms bill, review s44: "88 % of the 365 days" of a 3-year bill): their jobs' GPU-days
         over the GPUs held x the days (None: none held; trial s36: a fleet 81 % busy said only the
         rate at the file's 70 %)."""
-        held = sum((self.purchased if holding is Holding.OWNED else self.reserved).values())
+        held = sum((self.owned_pool() if holding is Holding.OWNED else self.reserved).values())
         if not held or days <= 0:
             return None
         jobs = [a for a in self.assignments if a.holding is holding]
         busy = sum(a.num_gpus * (a.end_s - a.start_s) for a in jobs) / SECONDS_PER_DAY
         return busy / (held * days)
+
+    def owned_pool(self) -> dict[str, int]:
+        """The GPUs owned jobs run on: those already owned (I_g) and those bought (b_g)."""
+        return {g: self.owned.get(g, 0) + self.purchased.get(g, 0) for g in {**self.owned, **self.purchased}}
 
     def owned_busy_fraction(self, horizon_days: float) -> float | None:
         return self.busy_fraction(Holding.OWNED, horizon_days)
@@ -190,6 +199,14 @@ class FleetSolution:
     # never said its answer rested on one provider's rate), and what the answer warns of them
     prices: Mapping[str, HeldPrice] = field(default_factory=dict)
     price_warnings: tuple[HeldPriceWarning, ...] = ()
+    owned: Mapping[str, int] = field(default_factory=dict)  # GPUs already owned (I_g), in every option
+
+    def option_name(self, option: FleetOption) -> str:
+        """An option's name in the text: with GPUs already owned, each option holds them too, and the
+        one that buys nothing adds nothing ("owned + rent", "owned + reserve", "owned + buy")."""
+        if not self.owned or option is FleetOption.MIXED:
+            return option.value
+        return "owned + " + option.value.removesuffix(" only")
 
     @property
     def none_bought(self) -> FleetOption:

@@ -78,6 +78,28 @@ class GpuEconomics:
 
 
 @dataclass(frozen=True)
+class OwnedGpus:
+    """I_g GPUs of a type a fleet already owns (a jobs file's [inventory]): their purchase is sunk (no
+    outlay, no amortisation, no cost of capital); holding them costs their running cost over the
+    horizon, F0_g (:func:`running_break_even`), and v_g per busy hour, as a bought GPU's."""
+
+    count: int
+    wall_power_w: float
+
+    def __post_init__(self) -> None:
+        if not (self.count >= 1 and self.wall_power_w >= 0):
+            raise ValueError("OwnedGpus: count must be >= 1 and wall_power_w >= 0")
+
+
+def running_break_even(gpu: str, owned: OwnedGpus, tco: TcoAssumptions, horizon_hours: float) -> GpuBreakEven:
+    """An owned GPU over the horizon: :func:`break_even` at a purchase price of 0, so F0_g is its
+    hosting, staff and idle power alone (its price sunk) and v_g its busy power; no rent."""
+    return break_even(
+        gpu, GpuEconomics(purchase_usd=0.0, wall_power_w=owned.wall_power_w), tco, horizon_hours, math.nan
+    )
+
+
+@dataclass(frozen=True)
 class GpuBreakEven:
     gpu_id: str
     owned_fixed_usd: float  # one GPU over the horizon: amortisation, hosting, idle power

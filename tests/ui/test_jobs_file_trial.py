@@ -44,12 +44,37 @@ def test_fleet_names_where_each_job_runs_and_what_it_ignores(tmp_path, capsys):
     jobs += 'model = "llama3-8b"\ntokens = 1e11\nbudget_usd = 1000.0\n'
     assert main(["fleet", _file(tmp_path, jobs)]) == 0
     captured = capsys.readouterr()
-    assert "ignores [inventory] and budget_usd (a)" in captured.err
+    assert "ignores budget_usd (a)" in captured.err and "[inventory]" not in captured.err
     assert "mixed, job by job:" in captured.out and "  a: " in captured.out
     assert main(["fleet", _file(tmp_path, jobs), "--json"]) == 0
-    mixed = json.loads(capsys.readouterr().out)["mixed"]
-    (job,) = mixed["assignments"]
+    answer = json.loads(capsys.readouterr().out)
+    (job,) = answer["mixed"]["assignments"]
     assert job["job"] == "a" and job["num_gpus"] > 0 and job["end_days"] > job["start_days"] >= 0
+    assert answer["owned"] == {"h100-sxm": 8} and answer["mixed"]["owned"] == {"h100-sxm": 8}
+
+
+def test_fleet_sizes_what_to_buy_beside_the_gpus_owned(tmp_path, capsys):
+    """Trial s51 H1: fleet ignored [inventory] and bought for jobs the owned GPUs ran. Now the owned
+    GPUs run them, nothing is bought, and the text and JSON say the owned pool, its running cost and
+    what each option adds; "rent only" is "owned + rent"."""
+    head = 'horizon_days = 60\nbuy = ["h100-sxm"]\n[[jobs]]\nname = "a"\nmodel = "llama3-8b"\ntokens = 2e11\n'
+    assert main(["fleet", _file(tmp_path, head), "--json"]) == 0
+    alone = json.loads(capsys.readouterr().out)
+    assert alone["owned"] == {} and alone["mixed"]["owned_cost_usd"] == 0
+    owned = head + "[inventory]\nh100-sxm = 512\n"
+    assert main(["fleet", _file(tmp_path, owned), "--json"]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    for key in ("mixed", "rent_only", "buy_only"):
+        option = answer[key]
+        assert option["purchased"] == {} and option["purchase_usd"] == 0, key
+        assert option["owned"] == {"h100-sxm": 512} and option["owned_cost_usd"] > 0
+        assert option["total_cost_usd"] >= option["owned_cost_usd"]
+    assert all(a["held"] == "owned" for a in answer["mixed"]["assignments"])
+    assert answer["purchase"] is None
+    assert main(["fleet", _file(tmp_path, owned)]) == 0
+    out = capsys.readouterr().out
+    assert "owned + rent" in out and "owned + buy" in out
+    assert "already owned, in every option: h100-sxm=512; their price is sunk" in out
 
 
 def test_a_fleet_deadline_past_the_horizon_names_the_horizon(tmp_path, capsys):
