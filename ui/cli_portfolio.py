@@ -38,8 +38,8 @@ from ui.render_lines import jobs_figures_lines, jobs_run_losses_json
 if TYPE_CHECKING:
     pass
 
-# What fleet reads no budget from: it sizes what to own, and a budget bounds a job's rent on an
-# inventory (portfolio's). The help says so where it lists the keys (practitioner s47: the help
+# What fleet reads no budget from: it sizes what to own, and a budget bounds the cost a portfolio
+# reports for a job on its inventory. The help says so where it lists the keys (practitioner s47: the help
 # listed budget_usd among fleet's keys, and only a warning after the solve said it was ignored).
 FLEET_IGNORED_JOB_KEY = "budget_usd"
 
@@ -230,7 +230,7 @@ def fleet_ignored(spec: JobsFile, prices: dict[str, float]) -> list[str]:
             f" {', '.join(unused)}; add them to buy or rented to weigh them"
         )
     budgeted = [job.name for job in spec.jobs if job.budget_usd is not None]
-    if budgeted:  # fleet sizes what to own: budgets bound rent ([inventory] is the GPUs owned: trial s51 H1)
+    if budgeted:  # fleet sizes what to own; a budget is portfolio's ([inventory] is the GPUs owned: s51 H1)
         warnings.append(
             f"fleet sizes what to buy and ignores {FLEET_IGNORED_JOB_KEY} ({', '.join(budgeted)});"
             " portfolio plans on an inventory"

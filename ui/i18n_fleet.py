@@ -49,8 +49,8 @@ FLEET_LABELS: dict[str, tuple[str, str]] = {
         "机队自行确定购买数量，忽略 GPU 表中的上限（{gpus}）。",
     ),
     "fleet_budget_ignored": (
-        "The fleet sizes what to buy and ignores the jobs' budgets ({jobs}); on the inventory, a budget bounds a job's rent.",
-        "机队自行确定购买数量，忽略任务的预算（{jobs}）；基于现有库存规划时，预算限制任务的租用费用。",
+        "The fleet sizes what to buy and ignores the jobs' budgets ({jobs}); in a portfolio, a budget bounds the cost it shows for the job.",
+        "机队自行确定购买数量，忽略任务的预算（{jobs}）；在组合规划中，预算限制表中所示的任务费用。",
     ),
     "fleet_tco_default": (
         "Owned GPUs at the default ownership assumptions: choose Buy under pricing to edit them.",

@@ -106,8 +106,9 @@ MESSAGE_LABELS: dict[str, tuple[str, str]] = {
         " {need}；预算为 {have}（GPU 上限：{limit}）。解决办法：将预算提高到 {fix_usd}。",
     ),
     "why_budget_rent": (
-        "In a portfolio a budget bounds each job's rent, not its cost on the GPUs held, which the table shows.",
-        "在组合规划中，预算约束的是每个任务的租用费用，而不是表中所示在自有 GPU 上的费用。",
+        "In a portfolio a budget bounds the cost the table shows for each job: its rent on a rented type,"
+        " its cost at the owned rate on GPUs held.",
+        "在组合规划中，预算约束的是表中所示每个任务的费用：租用类型按租金计，自有 GPU 按自有费率计。",
     ),
     "why_budget_slower": (
         "Or allow {time}: a slower plan stays within the budget.",

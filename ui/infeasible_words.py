@@ -116,8 +116,8 @@ def _constraint_body(tr: Labels, infeasible: Infeasible, request: PlanRequest) -
     no_cp = tr("why_memory_no_cp", stack=request.stack.value, stacks=tr.join(stacks)) if stacks else ""
     slower = infeasible.within_budget_seconds if c == "budget" else None
     later = "" if slower is None else tr("why_budget_slower", time=duration_up(tr, _hours(slower)))
-    # a portfolio job's budget bounds its rent, not the owned rate its cost is shown at (slots.py; trial
-    # s35, round 2: "$509.0k" beside the page's $232,136 on owned GPUs read as wrong)
+    # a portfolio job's budget bounds the cost the page shows (portfolio_rows.py reported_costs; trial
+    # s35, round 2: "$509.0k", its rent, beside the page's $232,136 on owned GPUs read as wrong; s51 H2)
     rent = tr("why_budget_rent") if c == "budget" and infeasible.job is not None else ""
     # buyer trial s50 M7: what a fixed budget does train (planner/api/budget_fix.py, the CLI's fix)
     trains = infeasible.tokens_within_budget if c == "budget" else None

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pulp
 
 from planner.errors import InfeasiblePlan
 from planner.search.fleet import implied_rent_usd_per_gpu_hour
-from planner.search.ilp import pareto_mask
+from planner.search.ilp import ScoredTable, pareto_mask
 from planner.search.ownership import HourlyRate
 from planner.search.slots import JobCandidates, job_rows, jobs_infeasible
 from planner.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
@@ -68,10 +68,13 @@ def candidate_rows(
     ``reserved_rate``: the rented types reserved for whole terms (``ReservedPools``) and their rate:
     a row there costs its GPU-hours at it, its share of the term (the term's bill is the pool's)."""
     parts, failed = [], []
+    share = reserved_rate or {}
     for j, job in enumerate(jobs):
         table = job.table
+        # the budget bounds what the answer reports for the job (trial s51 H2: its rent, on owned GPUs)
+        priced = job if job.budget_usd is None else replace(job, table=reported_costs(table, F, v, rented, share))
         try:
-            rows = job_rows(job, inventory, finish_by[j], job.budget_usd, None)
+            rows = job_rows(priced, inventory, finish_by[j], job.budget_usd, None, PORTFOLIO_BUDGET_WORDS)
         except InfeasiblePlan as exc:  # every job that cannot run alone is named, not the first only
             failed.append((job.name, exc))
             continue
@@ -81,7 +84,6 @@ def candidate_rows(
             rows, gpu_hours = rows[keep], gpu_hours[keep]
         # A rented row costs its own rent (its job's price, whole-node billing): review s26, one rent
         # averaged over every job's rows of the type billed none of them as its estimate does.
-        share = reserved_rate or {}
         rent = np.isin(table.gpu_id[rows], list(rented - set(share)))
         busy = np.where(rent, table.cost_usd[rows], np.array([v[g] for g in table.gpu_id[rows]]) * gpu_hours)
         held = np.array([share.get(g, F[g]) for g in table.gpu_id[rows]]) * gpu_hours
@@ -100,6 +102,36 @@ def candidate_rows(
         raise jobs_infeasible(failed)
     columns = [np.concatenate(column) for column in zip(*parts, strict=True)]
     return PortfolioRows(*columns)
+
+
+# What a portfolio's budget answer says it bounds (docs/ilp.md "Budgets in a portfolio").
+PORTFOLIO_BUDGET_WORDS = (
+    "the cost the portfolio reports for it at the job's risk quantile, which a budget bounds: its rent on a"
+    " rented type, its GPU-hours at the owned rate on an owned one, at the reserved rate on a reserved one"
+)
+
+
+def reported_costs(
+    table: ScoredTable,
+    F: Mapping[str, float],
+    v: Mapping[str, float],
+    rented: frozenset[str],
+    share: Mapping[str, float],
+) -> ScoredTable:
+    """The job's table with each row's cost the one the portfolio reports for it (``candidate_rows``'
+    ``job_cost``), which its budget bounds: its rent on a rented type, its GPU-hours at F_g + v_g on a
+    held one, at the reserved rate on a reserved one; a type outside the inventory keeps its rent
+    (no row of it runs)."""
+    held = np.array([g in F and not (g in rented and g not in share) for g in table.gpu_id])
+    rate = np.array([share.get(g, F.get(g, 0.0)) + (0.0 if g in share else v.get(g, 0.0)) for g in table.gpu_id])
+
+    def priced(time_s: np.ndarray, rent: np.ndarray) -> np.ndarray:
+        return np.where(held, rate * table.num_gpus * time_s / SECONDS_PER_HOUR, rent)
+
+    extra = dict(table.extra)
+    if "model_time_s" in extra and "model_cost_usd" in extra:  # the model's own figure, a budget's floor
+        extra["model_cost_usd"] = priced(extra["model_time_s"], extra["model_cost_usd"])
+    return replace(table, cost_usd=priced(table.time_to_train_s, table.cost_usd), extra=extra)
 
 
 def dot(y: list[pulp.LpVariable], coefficients: np.ndarray, mask: np.ndarray) -> pulp.LpAffineExpression:

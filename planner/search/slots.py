@@ -58,6 +58,10 @@ __all__ = [
 ]
 
 
+# What a budget bounds where a job's table is priced at rent (plan's, a fleet's rented jobs).
+RENT_BUDGET_WORDS = "its rent at the job's risk quantile, which a budget bounds"
+
+
 @dataclass(frozen=True)
 class JobCandidates:
     """One job's scored candidates and its own limits (times from the start of the horizon)."""
@@ -65,7 +69,8 @@ class JobCandidates:
     name: str
     table: ScoredTable
     deadline_s: float | None = None
-    budget_usd: float | None = None  # on the job's rent cost; size_fleet ignores it
+    # on the cost its answer reports (a portfolio's: candidate_rows' reported_costs); size_fleet ignores it
+    budget_usd: float | None = None
     # The requested global batch (tokens; needs table.extra["batch_tokens"]): of the rows feasible
     # on their own, only those of the achievable batch nearest it are offered, as in solve_single.
     batch_target: int | None = None
@@ -116,9 +121,10 @@ def job_rows(
     finish_by: float | None,
     budget_usd: float | None,
     prune_cost: np.ndarray | None,
+    budget_words: str = RENT_BUDGET_WORDS,
 ) -> np.ndarray:
     """Rows of one job that are feasible on their own, at the batch nearest its target, minus
-    dominated ones (if pruning)."""
+    dominated ones (if pruning). ``budget_words``: what the table's cost, which a budget bounds, is."""
     checks = check_rows(job.table, deadline_s=finish_by, budget_usd=budget_usd, inventory=inventory)
     rows = np.flatnonzero(checks.feasible())
     if len(rows) == 0:
@@ -128,7 +134,7 @@ def job_rows(
             detail, fix = _deadline_answer(job, finish_by, reason.required, detail, fix)
         if reason.constraint is Constraint.BUDGET:
             # trial s27: a job shown at $25k owned cost was refused a $30k budget "costs $89.6k"
-            detail += " (its rent at the job's risk quantile, which a budget bounds)"
+            detail += f" ({budget_words})"
         raise reason.but(detail=detail, fix=fix, job=job.name)
     if job.batch_target is not None:
         rows = rows[nearest_batch(job.table.extra["batch_tokens"][rows], job.batch_target)]

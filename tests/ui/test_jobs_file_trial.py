@@ -138,13 +138,21 @@ def test_fleet_without_num_slots_uses_its_own_fine_grid(tmp_path, capsys):
     assert totals[0] == totals[1]
 
 
-def test_a_portfolio_budget_refusal_says_it_bounds_rent(tmp_path, capsys):
+def test_a_portfolio_budget_bounds_the_cost_it_reports(tmp_path, capsys):
     """Trial s27: a job the table showed at $25k owned cost was refused a $30k budget as costing
-    $89.6k, without saying that figure is rent."""
+    $89.6k, its rent; trial s51 H2: the budget still bounded that rent. It bounds the cost the
+    portfolio reports now (the owned rate on owned GPUs), and a refusal says so and names that figure."""
     jobs = '[inventory]\nh100-sxm = 256\n[[jobs]]\nname = "a"\nmodel = "llama3-8b"\ntokens = 5e11\n'
-    jobs += "deadline_days = 20\nbudget_usd = 30000.0\n"
-    assert main(["portfolio", _file(tmp_path, jobs)]) == 0
-    assert "(its rent at the job's risk quantile, which a budget bounds)" in capsys.readouterr().out
+    jobs += "deadline_days = 20\n"
+    assert main(["portfolio", _file(tmp_path, jobs), "--json"]) == 0
+    (job,) = json.loads(capsys.readouterr().out)["assignments"]
+    cost = job["cost_usd"]
+    assert main(["portfolio", _file(tmp_path, jobs + f"budget_usd = {cost * 1.05:.1f}\n"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["assignments"][0]["cost_usd"] <= cost * 1.05
+    assert main(["portfolio", _file(tmp_path, jobs + f"budget_usd = {cost * 0.5:.1f}\n")]) == 0
+    out = capsys.readouterr().out
+    assert "the cost the portfolio reports for it at the job's risk quantile, which a budget bounds" in out
+    assert "its GPU-hours at the owned rate on an owned one" in out
 
 
 def test_a_longer_horizon_never_makes_a_many_job_portfolio_dearer(tmp_path, capsys):
