@@ -84,6 +84,7 @@ def portfolio(
     """Size several jobs at once on one shared GPU inventory."""
     from planner.api.explore import held_purchase_prices, plan_portfolio
     from planner.api.held_prices import portfolio_held_prices
+    from planner.api.portfolio import late_at_band_ends
     from ui.portfolio_file import file_requests, past_horizon
 
     k8s = k8s_names(k8s_image, k8s_pvc)  # review s27: only emit took them
@@ -117,7 +118,9 @@ def portfolio(
     emitted = None if emit_dir is None else emitted_jobs(solution, emit_dir, k8s, cluster)
     rents, price_notes = portfolio_held_prices(solution, requests, catalog)
     # the file's own warnings beside the jobs', in --json too (trial s28c: on stderr alone)
-    words = (w.words() for w in price_notes)
+    words = [w.words() for w in price_notes]
+    deadlines = {name: request.deadline_days for name, request in requests.items()}
+    words += [w.words() for w in late_at_band_ends(solution, deadlines)]  # trial s51 M5
     solution = replace(solution, warnings=(*past_horizon(spec), *solution.warnings, *words))
     prices = held_purchase_prices(catalog, solution.held_types, given)  # those the owned rates are at
     basis = render_portfolio.OwnedBasis(prices, spec.ownership.tco()) if prices else None

@@ -20,7 +20,9 @@ from planner.plan_calibration import PlanCalibration
 from planner.request import PlanRequest
 from planner.search.fleet import FleetSolution, Holding, size_fleet
 from planner.search.held_warnings import ManyJobAnswer
+from planner.search.late_band import late_at_band_end
 from planner.search.ownership import OwnedGpus, TcoAssumptions, economics_for
+from planner.units import SECONDS_PER_DAY
 
 __all__ = ["plan_fleet"]
 
@@ -117,4 +119,13 @@ def with_prices(
         if a.holding is not Holding.OWNED:
             held_jobs.setdefault((a.gpu_id, a.holding), []).append(a.job)
     warnings = held_price_warnings(requests, catalog, prices, held_jobs, ManyJobAnswer.FLEET_MIXED)
-    return replace(solution, prices=prices, price_warnings=warnings)
+    late = (
+        late_at_band_end(
+            a.job,
+            a.start_s,
+            None if (b := a.banded(a.end_s - a.start_s)) is None else b[1] / SECONDS_PER_DAY,
+            requests[a.job].deadline_days,
+        )
+        for a in solution.mixed.assignments
+    )
+    return replace(solution, prices=prices, price_warnings=warnings, late_at_band_end=tuple(w for w in late if w))

@@ -12,17 +12,18 @@ estimate through ``judged_estimate``, so ``Estimate.uncertainty`` is planner/acc
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from planner.accuracy import Risk
 from planner.api.explore import PortfolioJob, PortfolioPlan
 from planner.plan_accuracy import Standing, summed_band
+from planner.search.late_band import LateAtBandEnd, late_at_band_end
 from planner.search.ownership import idle_usd
 from planner.search.slots import list_schedule
 from planner.units import HOURS_PER_DAY, SECONDS_PER_DAY
 
-__all__ = ["JobFigures", "PortfolioBands", "job_figures", "portfolio_bands"]
+__all__ = ["JobFigures", "PortfolioBands", "job_figures", "late_at_band_ends", "portfolio_bands"]
 
 
 @dataclass(frozen=True)
@@ -125,3 +126,15 @@ def _idle_cost_usd(portfolio: PortfolioPlan, days: Sequence[float], makespan_day
     """The portfolio's idle cost (``idle_usd``, its own rule) with the jobs at ``days``."""
     busy = ((job.gpu_id, job.num_gpus * d) for job, d in zip(portfolio.assignments, days, strict=True))
     return idle_usd(dict(portfolio.held_usd_per_gpu_hour), dict(portfolio.inventory), busy, makespan_days)
+
+
+def late_at_band_ends(portfolio: PortfolioPlan, deadline_days: Mapping[str, float | None]) -> list[LateAtBandEnd]:
+    """The jobs that end past their deadlines (``deadline_days``: each job's, None for none) at the
+    slow ends of their bands, their starts as scheduled (trial s51 M5; ``late_at_band_end``)."""
+    late = []
+    for job in portfolio.assignments:
+        band = job_figures(job).days_band
+        slow = None if band is None else band[1]
+        if (found := late_at_band_end(job.job, job.start_s, slow, deadline_days.get(job.job))) is not None:
+            late.append(found)
+    return late

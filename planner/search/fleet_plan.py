@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from planner.catalog.held_price import HeldPrice
 from planner.plan_accuracy import summed_band
 from planner.search.ilp import ScoredTable
+from planner.search.late_band import LateAtBandEnd
 from planner.search.ownership import GpuBreakEven
 from planner.search.reserved import OwnedVsReserved, ReservedPrices
 from planner.search.slots import list_schedule
@@ -200,6 +201,8 @@ class FleetSolution:
     prices: Mapping[str, HeldPrice] = field(default_factory=dict)
     price_warnings: tuple[HeldPriceWarning, ...] = ()
     owned: Mapping[str, int] = field(default_factory=dict)  # GPUs already owned (I_g), in every option
+    # the chosen option's jobs that end past their deadlines at their bands' slow ends (trial s51 M5)
+    late_at_band_end: tuple[LateAtBandEnd, ...] = ()
 
     def option_name(self, option: FleetOption) -> str:
         """An option's name in the text: with GPUs already owned, each option holds them too, and the

@@ -6,6 +6,8 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from ui.cli import main
 
 
@@ -367,3 +369,34 @@ def test_a_misspelt_job_key_is_named_beside_the_missing_one(tmp_path, capsys):
     assert main(["portfolio", _file(tmp_path, jobs.replace("token = 1e10", "tokens = 1e10\nfoo = 1"))]) == 2
     err = capsys.readouterr().err
     assert "foo: Extra inputs are not permitted; allowed: name, model, tokens" in err and "misspelt?" not in err
+
+
+def _late_lines(answer: dict, deadline: float) -> list[str]:
+    """The jobs whose start plus the slow end of their band passes ``deadline``, by the JSON's figures."""
+    jobs = answer["assignments"] if "assignments" in answer else answer["mixed"]["assignments"]
+    return [j["job"] for j in jobs if j["days_band"] and j["start_days"] + j["days_band"][1] > deadline]
+
+
+@pytest.mark.parametrize("command", ["portfolio", "fleet"])
+def test_a_job_past_its_deadline_at_its_bands_slow_end_is_warned_of(tmp_path, capsys, command):
+    """Trial s51 M5: pretrain-70b ended by its deadline at p80 and on day 332.3 of 330 at its band's
+    slow end, without a word. A deadline between the job's end at p80 and at its band's slow end now
+    gets a line, in the text and in --json's warnings; a deadline past both gets none."""
+    head = '[inventory]\nh100-sxm = 8\n[[jobs]]\nname = "a"\nmodel = "llama3-8b"\ntokens = 2e11\n'
+    if command == "fleet":
+        head = 'horizon_days = 365\nbuy = ["h100-sxm"]\n' + head
+    assert main([command, _file(tmp_path, head), "--json"]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    (job,) = answer["assignments"] if command == "portfolio" else answer["mixed"]["assignments"]
+    end, slow_end = job["end_days"], job["start_days"] + job["days_band"][1]
+    assert slow_end > end
+    for deadline, late in (((end + slow_end) / 2, True), (slow_end + 1, False)):
+        assert main([command, _file(tmp_path, head + f"deadline_days = {deadline:.3f}\n"), "--json"]) == 0
+        answer = json.loads(capsys.readouterr().out)
+        lines = [w for w in answer["warnings"] if "at the slow end of its 80 % band" in w]
+        assert bool(lines) is late and bool(_late_lines(answer, deadline)) is late, (deadline, answer["warnings"])
+        if late:
+            assert lines[0].startswith("a: at the slow end of its 80 % band it ends on day ")
+            assert lines[0].endswith(f"past its deadline day {float(f'{deadline:.3f}'):,g}")
+    assert main([command, _file(tmp_path, head + f"deadline_days = {(end + slow_end) / 2:.3f}\n")]) == 0
+    assert "past its deadline day" in capsys.readouterr().err
