@@ -17,7 +17,7 @@ from planner.plan_calibration import PlanCalibration
 from planner.search.fleet_plan import FleetSolution
 from planner.search.ownership import TcoAssumptions
 from ui.app_core import Infeasible
-from ui.portfolio_file import fleet_rents
+from ui.fleet_inputs import fleet_rents
 
 
 @dataclass(frozen=True)

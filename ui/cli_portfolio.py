@@ -85,7 +85,7 @@ def portfolio(
     from planner.api.explore import held_purchase_prices, plan_portfolio
     from planner.api.held_prices import portfolio_held_prices
     from planner.api.portfolio import late_at_band_ends
-    from ui.portfolio_file import file_requests, past_horizon
+    from ui.portfolio_file import file_requests, past_horizon, release_days
 
     k8s = k8s_names(k8s_image, k8s_pvc)  # review s27: only emit took them
     spec = portfolio_spec(jobs_file, emit_dir, k8s, cluster)
@@ -108,6 +108,7 @@ def portfolio(
                 rented=rented,
                 wall_power_w=spec.ownership.wall_power_w,
                 calibration=None if applied is None else applied.record,
+                release_days=release_days(spec),
                 **slots,
             )
     except InfeasiblePlan as exc:
@@ -118,9 +119,8 @@ def portfolio(
     emitted = None if emit_dir is None else emitted_jobs(solution, emit_dir, k8s, cluster)
     rents, price_notes = portfolio_held_prices(solution, requests, catalog)
     # the file's own warnings beside the jobs', in --json too (trial s28c: on stderr alone)
-    words = [w.words() for w in price_notes]
-    deadlines = {name: request.deadline_days for name, request in requests.items()}
-    words += [w.words() for w in late_at_band_ends(solution, deadlines)]  # trial s51 M5
+    late = late_at_band_ends(solution, {name: r.deadline_days for name, r in requests.items()})  # trial s51 M5
+    words = [w.words() for w in (*price_notes, *late)]
     solution = replace(solution, warnings=(*past_horizon(spec), *solution.warnings, *words))
     prices = held_purchase_prices(catalog, solution.held_types, given)  # those the owned rates are at
     basis = render_portfolio.OwnedBasis(prices, spec.ownership.tco()) if prices else None
@@ -152,7 +152,7 @@ def portfolio_spec(jobs_file: Path, emit_dir: Path | None, k8s: K8sNames, cluste
 def portfolio_rented(spec: JobsFile, jobs_file: Path) -> frozenset[str]:
     """The types the file rents (``rented_types``), with a warning for each of its settings the
     portfolio reads and drops: [ownership].utilisation, a rented type's [purchase_usd]."""
-    from ui.portfolio_file import rented_types
+    from ui.fleet_inputs import rented_types
 
     try:
         rented = rented_types(spec)
@@ -204,7 +204,7 @@ def emitted_jobs(solution, emit_dir: Path, k8s: K8sNames, cluster: PortfolioClus
 
 def fleet_prices(spec: JobsFile, catalog: Catalog, jobs_file: Path) -> dict[str, float]:
     """The purchase price of each type to buy (the file's, else the catalog's), each in range."""
-    from ui.portfolio_file import purchase_prices
+    from ui.fleet_inputs import purchase_prices
 
     prices = purchase_prices(spec, catalog)
     for gpu_id, usd in prices.items():
@@ -257,7 +257,8 @@ def fleet(
 ) -> None:
     """Rent (or reserve) vs buy: how many GPUs of each type to own for a set of jobs over a horizon."""
     from planner.api.fleet import plan_fleet
-    from ui.portfolio_file import file_requests, fleet_options, past_horizon, read_jobs_file
+    from ui.fleet_inputs import fleet_options
+    from ui.portfolio_file import file_requests, past_horizon, read_jobs_file, release_days
 
     spec = read_jobs_file(jobs_file)
     for line in past_horizon(spec):  # trial s28c: portfolio said so, fleet did not
@@ -276,7 +277,7 @@ def fleet(
     try:
         with render.working(f"sizing the fleet for {len(requests)} jobs", quiet=as_json):
             options = {**fleet_options(spec, catalog), "calibration": None if applied is None else applied.record}
-            options |= {"owned": spec.inventory, "rented": frozenset(spec.rented)}
+            options |= {"owned": spec.inventory, "rented": frozenset(spec.rented), "release_days": release_days(spec)}
             # trial s27: the file's default of 1 slot was raised to 2, whose coarse grid bought and
             # rented where 12 (plan_fleet's) ran the jobs back to back for 26 % less
             if spec.num_slots is not None:

@@ -30,6 +30,7 @@ name = "chat-8b"
 model = "llama3-8b"
 tokens = 1e12
 deadline_days = 60
+start_after_days = 120       # optional: the job starts no earlier (its deadline still counts from day 0)
 # optional per job: budget_usd, seq_len, global_batch_tokens (4e6 or 4194304), batch_tolerance
 # (default 0.05) and vary_batch (true: any batch within it), as plan's flags
 data_stall_pct = 5           # optional, per job or file-wide (a job's own replaces the file's): your run
@@ -161,6 +162,8 @@ class JobEntry(RunLossKeys):
     model: str
     tokens: StrictFloat = Field(gt=0, le=MAX_TRAINING_TOKENS, allow_inf_nan=False)
     deadline_days: Days | None = None
+    # the day it may start at the earliest, counted from day 0 as its deadline is (trial s51 H4)
+    start_after_days: Annotated[StrictFloat, Field(ge=0, le=MAX_DAYS, allow_inf_nan=False)] | None = None
     budget_usd: Usd | None = None
     seq_len: StrictInt | None = Field(None, ge=16, le=MAX_SEQ_LEN)  # None: the planner's default for the model
     # 4194304 or 4e6 (a TOML float), as the CLI's --global-batch-tokens reads it
@@ -183,6 +186,16 @@ class JobEntry(RunLossKeys):
                 f"{value!r} is not a job name: 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
             )
         return value
+
+    @model_validator(mode="after")
+    def _starts_before_its_deadline(self) -> JobEntry:
+        start, deadline = self.start_after_days, self.deadline_days
+        if start is not None and deadline is not None and start >= deadline:
+            raise ValueError(
+                f"start_after_days {start:g} is not before deadline_days {deadline:g}: both count from day 0"
+                " (the deadline is not measured from the release)"
+            )
+        return self
 
     @field_validator("global_batch_tokens")
     @classmethod
@@ -221,6 +234,19 @@ class JobsFile(RunLossKeys):
     precision: Precision = Precision.BF16
     ownership: Ownership = Ownership()
     jobs: list[JobEntry] = Field(min_length=1, max_length=MAX_JOBS)
+
+    @model_validator(mode="after")
+    def _released_within_the_horizon(self) -> JobsFile:
+        late = [
+            j for j in self.jobs if self.horizon_days is not None and (j.start_after_days or 0) >= self.horizon_days
+        ]
+        if late:
+            job = late[0]
+            raise ValueError(
+                f"job '{job.name}': start_after_days {job.start_after_days:g} is not before horizon_days"
+                f" {self.horizon_days:g}: both count from day 0"
+            )
+        return self
 
     @model_validator(mode="after")
     def _term_needs_a_reserved_kind(self) -> JobsFile:
@@ -282,6 +308,11 @@ def file_requests(spec: JobsFile, gpus: dict[str, int | None] | None, path: Path
         return spec.requests(gpus)
     except ValueError as exc:
         raise ValueError(f"{path}: {one_line(exc)}") from None
+
+
+def release_days(spec: JobsFile) -> dict[str, float]:
+    """Each job's start_after_days, where the file sets one (trial s51 H4)."""
+    return {job.name: job.start_after_days for job in spec.jobs if job.start_after_days is not None}
 
 
 def past_horizon(spec: JobsFile) -> list[str]:
@@ -443,44 +474,3 @@ def misspelt_key_hint(exc: Exception) -> str:
 def table_keys(table: type[BaseModel]) -> list[str]:
     """A table's keys, its own first, then the run-loss keys every entry shares (``RunLossKeys``)."""
     return sorted(table.model_fields, key=lambda name: name in RunLossKeys.model_fields)
-
-
-def purchase_prices(spec: JobsFile, catalog) -> dict[str, float]:
-    """Explicit prices first, then catalog prices for the types listed in ``buy`` (catalog ids:
-    ``with_catalog_ids``)."""
-    prices = {g: p for g, p in spec.purchase_usd.items() if p is not None}
-    for gpu_id in [*spec.buy, *(g for g, p in spec.purchase_usd.items() if p is None)]:
-        gpu = catalog.gpu(gpu_id)
-        if gpu.purchase_price_usd is None:
-            raise ValueError(f"{gpu.id} has no purchase price in the catalog: give one in [purchase_usd]")
-        prices.setdefault(gpu.id, gpu.purchase_price_usd)
-    return prices
-
-
-def rented_types(spec: JobsFile) -> frozenset[str]:
-    """The ``rented`` types; each must be in [inventory]."""
-    for gpu_id in spec.rented:
-        if gpu_id not in spec.inventory:
-            raise ValueError(f"rented: {gpu_id} is not in [inventory] (its count caps the GPUs rented at once)")
-    return frozenset(spec.rented)
-
-
-def fleet_options(spec: JobsFile, catalog) -> dict:
-    """``plan_fleet``'s keyword inputs from the file: the ownership assumptions, each bought type's
-    rent (the file's, else the price kind's or the catalog's price) and wall power overrides."""
-    rent = fleet_rents(spec.rent_usd_per_gpu_hour, purchase_prices(spec, catalog), spec.price_kind, catalog)
-    return {"tco": spec.ownership.tco(), "rent_usd_per_gpu_hour": rent, "wall_power_w": spec.ownership.wall_power_w}
-
-
-def fleet_rents(given: dict[str, float], buy: Iterable[str], price_kind: str | None, catalog) -> dict[str, float]:
-    """The rent ``plan_fleet`` weighs buying each type against: the rate given (``given``: the file's
-    [rent_usd_per_gpu_hour], the app's GPU table's $/h), else for each type to buy (``buy``) the
-    median of the price kind's offers or the catalog's price; the CLI and the app alike."""
-    from planner.catalog.prices import catalog_with_price_kind
-
-    priced = catalog_with_price_kind(catalog, price_kind)
-    rent = dict(given)
-    for gpu_id in buy:
-        if gpu_id not in rent and gpu_id in priced.gpus:
-            rent[gpu_id] = priced.gpus[gpu_id].price_per_gpu_hour_usd
-    return rent

@@ -22,11 +22,15 @@ from ui.render import (
     whole_words,
 )
 from ui.render_calibration import calibration_json, calibration_line
-from ui.render_lines import figures_words, jobs_run_losses_json
+from ui.render_lines import figures_words, jobs_run_losses_json, release_line
 
 
 def fleet_assignment(
-    a, risk: str | None = None, losses: RunLossInputs = DEFAULT_RUN_LOSSES, price: HeldPrice | None = None
+    a,
+    risk: str | None = None,
+    losses: RunLossInputs = DEFAULT_RUN_LOSSES,
+    price: HeldPrice | None = None,
+    release: float | None = None,
 ) -> dict:
     """One job of a fleet option: where it runs (``held``: owned, reserved or rented GPUs; ``owned``
     as before session 44) and when, its days and cost with their 80 % bands (null: no evidence), keyed
@@ -42,6 +46,7 @@ def fleet_assignment(
         "held": a.holding.value,
         "start_days": a.start_s / SECONDS_PER_DAY,
         "end_days": a.end_s / SECONDS_PER_DAY,
+        "start_after_days": release,  # its release, where the jobs file sets one (trial s51 H4)
         "risk": risk,
         "days": days,
         "days_band": a.banded(days),
@@ -148,6 +153,8 @@ def fleet(
     out.print(slot_words(solution))
     if solution.prices:
         out.print(rates_words(solution), markup=False)
+    if (released := release_line(solution.release_days)) is not None:
+        out.print(released, markup=False)
     out.print("mixed, job by job:")
     for a in data["mixed"]["assignments"]:
         out.print(fleet_assignment_line(a), markup=False)
@@ -328,7 +335,11 @@ def plan_json(p, solution, risks: dict[str, str], losses: dict[str, RunLossInput
         "reserved_busy_fraction": p.busy_fraction(Holding.RESERVED, billed),
         "assignments": [
             fleet_assignment(
-                a, risks.get(a.job), (losses or {}).get(a.job, DEFAULT_RUN_LOSSES), solution.prices.get(a.gpu_id)
+                a,
+                risks.get(a.job),
+                (losses or {}).get(a.job, DEFAULT_RUN_LOSSES),
+                solution.prices.get(a.gpu_id),
+                solution.release_days.get(a.job),
             )
             for a in p.assignments
         ],

@@ -4,6 +4,7 @@ and the batch asked for. Split from ui/render.py (review s27: it passed 500 line
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -250,6 +251,15 @@ def jobs_figures_lines(losses: dict[str, RunLossInputs]) -> list[str]:
     all where every job has the same ('every job's days on your figures: input stalls 5 %'), else a
     line per job that gave some ('chat-8b's days on your figures: ...')."""
     return [f"{'every job' if job is None else job}'s days {figures_words(given)}" for job, given in by_job(losses)]
+
+
+def release_line(release_days: Mapping[str, float]) -> str | None:
+    """'released: ft-8b on day 120, ft-3b on day 150 (start_after_days; deadlines count from day 0)',
+    portfolio's and fleet's alike (trial s51 H4); None where no job has a release."""
+    if not release_days:
+        return None
+    jobs = ", ".join(f"{job} on day {day:,g}" for job, day in release_days.items())
+    return f"released: {jobs} (start_after_days: none starts earlier; deadlines count from day 0)"
 
 
 def jobs_run_losses_json(losses: dict[str, RunLossInputs]) -> dict:

@@ -28,7 +28,7 @@ from ui.render import (
 )
 from ui.render_calibration import calibration_json, calibration_line
 from ui.render_fleet import depreciation_words
-from ui.render_lines import jobs_figures_lines, jobs_run_losses_json
+from ui.render_lines import jobs_figures_lines, jobs_run_losses_json, release_line
 
 # What the cost column is: the portfolio prices its owned inventory at ownership and its rented
 # types (the jobs file's ``rented``) at rent, or under a reserved price kind at the reserved rate,
@@ -74,10 +74,13 @@ def cost_per_gpu_hour(a) -> float | None:
     return a.cost_usd / hours if hours > 0 else None
 
 
-def job_row(a, figures: JobFigures, held: tuple[str, ...], reserved: tuple[str, ...] = ()) -> dict:
+def job_row(
+    a, figures: JobFigures, held: tuple[str, ...], reserved: tuple[str, ...] = (), release: float | None = None
+) -> dict:
     """One job's JSON: where and when it runs, its days at its risk and its cost (at the owned rate,
     or rent for a rented type, the reserved rate for a reserved one: ``held``, the owned types;
-    ``reserved``, those reserved), with bands, and where a rented (reserved) price comes from."""
+    ``reserved``, those reserved), with bands, and where a rented (reserved) price comes from;
+    ``release``: its start_after_days (None: not set)."""
     return dict(
         job=a.job,
         gpu=a.gpu_id,
@@ -88,6 +91,7 @@ def job_row(a, figures: JobFigures, held: tuple[str, ...], reserved: tuple[str, 
         training=a.plan.training.model_dump(mode="json"),
         start_days=a.start_s / SECONDS_PER_DAY,
         end_days=a.end_s / SECONDS_PER_DAY,
+        start_after_days=release,  # its release, where the jobs file sets one (trial s51 H4)
         risk=figures.risk.value,
         days=figures.days,
         days_band=figures.days_band,
@@ -220,7 +224,11 @@ def portfolio(
     rented or reserved type's price and its basis, said under the totals."""
     figures = [job_figures(a) for a in solution.assignments]
     reserved = tuple(r.gpu_id for r in solution.reserved)
-    rows = [job_row(a, f, solution.held_types, reserved) for a, f in zip(solution.assignments, figures, strict=True)]
+    release = dict(solution.release_days)
+    rows = [
+        job_row(a, f, solution.held_types, reserved, release.get(a.job))
+        for a, f in zip(solution.assignments, figures, strict=True)
+    ]
     bands = portfolio_bands(solution, figures)  # every job at its band's ends
     for message in solution.warnings:  # on stderr, as plan's
         warn(message)
@@ -230,6 +238,8 @@ def portfolio(
         return
     calibration_line(calibration)
     out.print(portfolio_table(solution, rows, figures))
+    if (released := release_line(release)) is not None:
+        out.print(released, markup=False)
     for line in jobs_figures_lines({a.job: a.plan.run_losses for a in solution.assignments}):
         out.print(line, markup=False)
     out.print(totals_words(solution, figures, bands))

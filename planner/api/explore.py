@@ -328,6 +328,7 @@ class PortfolioPlan:
     # What plan would have warned of each job ("job: ..."): its request, a run over a year, fixed costs.
     warnings: tuple[str, ...] = ()
     inventory: tuple[tuple[str, int], ...] = ()  # (type, count) shared: held, or a rented type's cap
+    release_days: tuple[tuple[str, float], ...] = ()  # (job, day) of each job released after day 0
     # each held (owned) type's cost per GPU-hour, busy or idle (PortfolioSolution's F_g); the
     # inventory's other types are rented by the hour, or reserved for whole terms (``reserved``)
     held_usd_per_gpu_hour: tuple[tuple[str, float], ...] = ()
@@ -361,6 +362,7 @@ def plan_portfolio(
     rented: frozenset[str] = frozenset(),
     wall_power_w: dict[str, float] | None = None,
     calibration: PlanCalibration | None = None,
+    release_days: dict[str, float] | None = None,
 ) -> PortfolioPlan:
     """Several jobs sharing one owned inventory; each gets one runnable Plan and a start time.
 
@@ -371,7 +373,7 @@ def plan_portfolio(
     instead, up to that count (``reserved_prices``, as a fleet reserves). Start times are continuous up to ``EXACT_MAX_JOBS`` jobs;
     ``num_slots`` only refines the slotted model used above. ``calibration``: the record of the
     file ``catalog`` was calibrated with: its measured kernel rates lift the ceiling as in ``plan``,
-    and every plan keeps it."""
+    and every plan keeps it. ``release_days``: job -> the day it may start (deadlines count from day 0)."""
     catalog = catalog or load_catalog()
     held = {g: n for g, n in inventory.items() if g not in rented}
     # a held type with no offer of the requests' price kind: held at its ownership, its rows scored
@@ -391,8 +393,10 @@ def plan_portfolio(
     }
     horizon = None if horizon_days is None else horizon_days * SECONDS_PER_DAY
     # each job knows the horizon: a deadline answer past it names horizon_days too (slots.py)
+    release = {name: day * SECONDS_PER_DAY for name, day in (release_days or {}).items()}
     jobs = [
-        replace(_job_candidates(search, name, labelled=False), horizon_s=horizon) for name, search in searches.items()
+        replace(_job_candidates(search, name, labelled=False), horizon_s=horizon, release_s=release.get(name, 0.0))
+        for name, search in searches.items()
     ]
     rates = owned_rates(catalog, held, tco, settings_or_default, purchase_usd, wall_power_w)
     try:
@@ -426,6 +430,7 @@ def plan_portfolio(
         lower_bound=solution.lower_bound,
         lanes=solution.lanes,
         inventory=tuple(sorted(inventory.items())),
+        release_days=tuple(sorted((n, d) for n, d in (release_days or {}).items() if d)),
         held_usd_per_gpu_hour=solution.held_usd_per_gpu_hour,
         reserved=solution.reserved,
         billed_usd=solution.billed_usd,

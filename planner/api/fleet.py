@@ -41,6 +41,7 @@ def plan_fleet(
     calibration: PlanCalibration | None = None,
     owned: dict[str, int] | None = None,
     rented: frozenset[str] = frozenset(),
+    release_days: dict[str, float] | None = None,
 ) -> FleetSolution:
     """How many GPUs of each type to buy vs rent for a set of jobs over a horizon (rent and wall
     power per type: given, else the catalog's; the jobs' own rent is their requests' prices;
@@ -48,12 +49,19 @@ def plan_fleet(
     reserved for whole terms instead of rented (planner/api/reserved.py ``reserved_prices``); a type to
     buy that the jobs' price kind has no offer for is bought or not held (``held_only_types``).
     ``owned``: GPUs already owned per type (a jobs file's [inventory]), held beside those bought, their
-    price sunk (``OwnedGpus``); one neither to buy nor in ``rented`` is never rented."""
+    price sunk (``OwnedGpus``); one neither to buy nor in ``rented`` is never rented. ``release_days``:
+    job -> the day it may start (its deadline counts from day 0)."""
     catalog = catalog or load_catalog()
     settings_or_default = settings or DEFAULT_SETTINGS
     held_only = held_only_types(requests, purchase_usd, catalog, rent_usd_per_gpu_hour or {})
     requests = scored_as_held(requests, held_only, catalog)
-    jobs = [job_candidates(r, name, catalog, settings, calibration) for name, r in requests.items()]
+    release = release_days or {}
+    jobs = [
+        replace(
+            job_candidates(r, name, catalog, settings, calibration), release_s=release.get(name, 0.0) * SECONDS_PER_DAY
+        )
+        for name, r in requests.items()
+    ]
     economics = economics_for(catalog, purchase_usd, settings_or_default, rent_usd_per_gpu_hour, wall_power_w)
     reserved = reserved_prices(requests, catalog, settings_or_default, rent_usd_per_gpu_hour, held_only=held_only)
     held = owned_gpus(catalog, owned or {}, settings_or_default, wall_power_w)
@@ -72,6 +80,7 @@ def plan_fleet(
         )
     except InfeasiblePlan as answer:  # the risk clause as plan's and portfolio's (trial s48 L3)
         raise fleet_answer(answer, requests) from None
+    solution = replace(solution, release_days={n: d for n, d in release.items() if d})
     return with_prices(solution, requests, catalog, rent_usd_per_gpu_hour or {})
 
 

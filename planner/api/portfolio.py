@@ -116,9 +116,10 @@ def _band_schedules(
     # a reserved type holds the GPUs reserved, not its cap (as the portfolio's own schedule)
     inventory = {**dict(portfolio.inventory), **{r.gpu_id: r.num_gpus for r in portfolio.reserved}}
     schedules = []
+    release = [dict(portfolio.release_days).get(a.job, 0.0) for a in jobs]  # none starts before its release
     for end in (0, 1):
         days = [b[end] for b in bands if b]
-        schedules.append((list_schedule(order, gpus, counts, days, inventory), days))
+        schedules.append((list_schedule(order, gpus, counts, days, inventory, release), days))
     return schedules
 
 

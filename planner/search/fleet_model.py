@@ -158,7 +158,8 @@ class FleetModel:
         purchased, reserved = (dict(held.get(h, {})) for h in (Holding.OWNED, Holding.RESERVED))
         bought = self.held[0]  # the GPUs bought and already owned
         pool = {g: bought.owned.get(g, 0) + purchased.get(g, 0) for g in {**bought.owned, **purchased}}
-        assignments = compacted(assignments, pool, reserved)
+        release = {job.name: job.release_s for job in self.jobs}
+        assignments = compacted(assignments, pool, reserved, release)
         fixed = {p.holding: p.fixed_usd for p in self.held}
         terms = next((p.terms or 0 for p in self.held if p.holding is Holding.RESERVED), 0)
         ownership = sum(fixed[Holding.OWNED][g] * count for g, count in purchased.items())
@@ -185,9 +186,11 @@ class FleetModel:
         if choice is None:
             row, table = self.rent_rows[j], job.table
             assert row is not None, "a job without a rent row is held (z_j = 0)"
-            end, cost = float(table.time_to_train_s[row]), float(table.cost_usd[row])
+            # rented at once: on its release (0: none)
+            start, cost = job.release_s, float(table.cost_usd[row])
+            end = start + float(table.time_to_train_s[row])
             gpu, n = str(table.gpu_id[row]), int(table.num_gpus[row])
-            return FleetAssignment(job.name, row, gpu, n, Holding.RENTED, 0.0, end, cost, band_factors(table, row))
+            return FleetAssignment(job.name, row, gpu, n, Holding.RENTED, start, end, cost, band_factors(table, row))
         pool, i = choice
         o, row = pool.options, int(pool.options.row[i])
         return FleetAssignment(

@@ -203,6 +203,7 @@ class FleetSolution:
     owned: Mapping[str, int] = field(default_factory=dict)  # GPUs already owned (I_g), in every option
     # the chosen option's jobs that end past their deadlines at their bands' slow ends (trial s51 M5)
     late_at_band_end: tuple[LateAtBandEnd, ...] = ()
+    release_days: Mapping[str, float] = field(default_factory=dict)  # job -> its start_after_days, where set
 
     def option_name(self, option: FleetOption) -> str:
         """An option's name in the text: with GPUs already owned, each option holds them too, and the
@@ -237,19 +238,24 @@ class FleetSolution:
 
 
 def compacted(
-    assignments: list[FleetAssignment], purchased: Mapping[str, int], reserved: Mapping[str, int] | None = None
+    assignments: list[FleetAssignment],
+    purchased: Mapping[str, int],
+    reserved: Mapping[str, int] | None = None,
+    release_s: Mapping[str, float] | None = None,
 ) -> list[FleetAssignment]:
     """The held jobs list-scheduled on the GPUs bought (and, apart, those reserved), in the order the
     slots started them (slots.py ``list_schedule``: no job starts later, trial s25: a job waited for
-    its slot with the GPUs free); rented jobs start at once. Costs do not move: held GPUs are paid
-    for the horizon (or the terms), busy hours and rent by the hour."""
+    its slot with the GPUs free), none before its release (``release_s``: job -> seconds; none: 0);
+    rented jobs start at once. Costs do not move: held GPUs are paid for the horizon (or the terms),
+    busy hours and rent by the hour."""
     out = list(assignments)
     for holding, held in ((Holding.OWNED, purchased), (Holding.RESERVED, reserved or {})):
         mine = [i for i, a in enumerate(assignments) if a.holding is holding]
         order = sorted(range(len(mine)), key=lambda k: assignments[mine[k]].start_s)
         durations = [assignments[i].end_s - assignments[i].start_s for i in mine]
         gpus = [assignments[i].gpu_id for i in mine]
-        starts = list_schedule(order, gpus, [assignments[i].num_gpus for i in mine], durations, held)
+        release = [(release_s or {}).get(assignments[i].job, 0.0) for i in mine]
+        starts = list_schedule(order, gpus, [assignments[i].num_gpus for i in mine], durations, held, release)
         for k, i in enumerate(mine):
             out[i] = replace(assignments[i], start_s=starts[k], end_s=starts[k] + durations[k])
     return out

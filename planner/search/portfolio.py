@@ -170,18 +170,21 @@ def solve_portfolio(
     reserved_rate = reserved_rates(jobs, inventory, rented, reserved)
     options = candidate_rows(jobs, inventory, finish_by, F, v, prune, rented, reserved_rate)
     pools = None
+    r = [job.release_s / SECONDS_PER_DAY for job in jobs]  # r_j, days
+    latest = max(job.release_s for job in jobs)
     if reserved is not None and reserved_rate:
-        span = horizon_s if horizon_s is not None else slotted_span_s(options.T, options.job, len(jobs), None)
+        span = horizon_s if horizon_s is not None else slotted_span_s(options.T, options.job, len(jobs), None, latest)
         pools = ReservedPools.of(reserved, reserved_rate, inventory, span)
         inventory, finish_by = pools.bounds(inventory, finish_by)
     weights = portfolio_weights(options, len(jobs), objective_weights(objective, cost_weight), F, inventory, pools)
-    H = float(sum(np.max(options.T[options.job == j]) for j in range(len(jobs))))
+    # bounds every left-justified schedule: the latest release, then every job's slowest row in turn
+    H = max(r) + float(sum(np.max(options.T[options.job == j]) for j in range(len(jobs))))
     D = [min(H, math.inf if d is None else d / SECONDS_PER_DAY) for d in finish_by]
     problem = pulp.LpProblem("portfolio", pulp.LpMinimize)
     exact = len(jobs) <= EXACT_MAX_JOBS if exact is None else exact
     held = tuple(sorted((g, F[g]) for g in inventory if g not in rented))
     if exact:
-        order_of = _exact_order(problem, options, weights, inventory, D, H)
+        order_of = _exact_order(problem, options, weights, inventory, (r, D), H)
         optimal, solver_name = run_solver(problem, solver, time_limit_s)
         if not optimal:
             raise shared_inventory_infeasible(jobs, inventory, horizon_s, exact)
@@ -213,9 +216,11 @@ def _many_jobs(
     model (``slots``: the horizon, the number of slots): for a short time only where LB certifies the
     lanes already, enough to keep an optimum it proves at once. The better of the two answers."""
     bound, lanes = _lanes(jobs, options, weights, inventory, finish_by, (solver, time_limit_s), pools)
+    if any(job.release_s for job in jobs):  # the lanes know no release (LB, a relaxation, still bounds)
+        lanes = None
     certified = lanes is not None and gap_to_bound(lanes, bound) <= LANES_GAP
     horizon_s, num_slots = slots
-    span = slotted_span_s(options.T, options.job, len(jobs), horizon_s)
+    span = slotted_span_s(options.T, options.job, len(jobs), horizon_s, max(job.release_s for job in jobs))
     order_of = _slotted_order(problem, jobs, options, weights, inventory, finish_by, span, num_slots, prune)
     limit = time_limit_s if time_limit_s is not None else (CERTIFIED_SLOTTED_LIMIT_S if certified else None)
     solved, solver_name = solve_slotted(problem, solver, prune, limit, search_on=lanes is None and time_limit_s is None)
@@ -265,14 +270,16 @@ def _exact_order(
     options: PortfolioRows,
     weights: PortfolioWeights,
     inventory: Mapping[str, int],
-    D: list[float],
+    window: tuple[list[float], list[float]],
     H: float,
 ) -> Callable[[], _Read]:
     """Write :func:`solve_portfolio`'s model into ``problem``; returns what reads, once solved,
-    the chosen option per job, the jobs in order of start and the GPUs reserved per type."""
+    the chosen option per job, the jobs in order of start and the GPUs reserved per type.
+    ``window``: each job's release r_j and D_j, days (S_j >= r_j)."""
+    r, D = window
     num_jobs = len(D)
     y = new_binaries(problem, "y", len(options.job))
-    S = [new_variable(problem, f"S_{j}", 0, D[j]) for j in range(num_jobs)]
+    S = [new_variable(problem, f"S_{j}", r[j], D[j]) for j in range(num_jobs)]
     M = new_variable(problem, "M", 0, H)
     m = {} if weights.reserved is None else weights.reserved.counts(problem)
     E = [S[j] + dot(y, options.T, options.job == j) for j in range(num_jobs)]
@@ -424,8 +431,9 @@ def _read(
     inventory = {**inventory, **pool}  # the list schedule holds no more than the GPUs reserved
     chosen = [next(i for i in picked if options.job[i] == j) for j in range(len(jobs))]
     days = [float(options.T[i]) for i in chosen]
+    release = [job.release_s / SECONDS_PER_DAY for job in jobs]
     start = list_schedule(
-        order, [str(options.gpu[i]) for i in chosen], [int(options.n[i]) for i in chosen], days, inventory
+        order, [str(options.gpu[i]) for i in chosen], [int(options.n[i]) for i in chosen], days, inventory, release
     )
     end = [s + t for s, t in zip(start, days, strict=True)]
     makespan = max(end)

@@ -78,6 +78,13 @@ class JobCandidates:
     # whose plan ends past it names horizon_days too (buyer trial s45: "set deadline_days to
     # 233.804 or more" under a 90-day horizon, which then refused it).
     horizon_s: float | None = None
+    # r_j: the job starts no earlier (a jobs file's start_after_days; trial s51 H4: every job was
+    # available on day 0); its deadline still counts from day 0
+    release_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.release_s) and self.release_s >= 0):
+            raise ValueError(f"JobCandidates.release_s: expected a finite time >= 0, got {self.release_s!r}")
 
 
 @dataclass(frozen=True, eq=False)
@@ -124,13 +131,19 @@ def job_rows(
     budget_words: str = RENT_BUDGET_WORDS,
 ) -> np.ndarray:
     """Rows of one job that are feasible on their own, at the batch nearest its target, minus
-    dominated ones (if pruning). ``budget_words``: what the table's cost, which a budget bounds, is."""
-    checks = check_rows(job.table, deadline_s=finish_by, budget_usd=budget_usd, inventory=inventory)
+    dominated ones (if pruning): those that end by ``finish_by`` from its release (``release_s``).
+    ``budget_words``: what the table's cost, which a budget bounds, is."""
+    window = None if finish_by is None else finish_by - job.release_s
+    if window is not None and window <= 0:
+        raise _no_window(job, finish_by)
+    checks = check_rows(job.table, deadline_s=window, budget_usd=budget_usd, inventory=inventory)
     rows = np.flatnonzero(checks.feasible())
     if len(rows) == 0:
         reason = diagnose(job.table, checks)
         detail, fix = f"job {job.name!r}: {reason.detail}", reason.fix
-        if reason.constraint is Constraint.DEADLINE:
+        if reason.constraint is Constraint.DEADLINE and job.release_s > 0:
+            detail, fix = _released_deadline_answer(job, finish_by, reason.required, detail)
+        elif reason.constraint is Constraint.DEADLINE:
             detail, fix = _deadline_answer(job, finish_by, reason.required, detail, fix)
         if reason.constraint is Constraint.BUDGET:
             # trial s27: a job shown at $25k owned cost was refused a $30k budget "costs $89.6k"
@@ -168,6 +181,42 @@ def _deadline_answer(
     return _in_days_fields(required_s, detail, fix, short or ["deadline_days"])
 
 
+def _limit_key(job: JobCandidates, finish_by: float | None) -> str:
+    """The jobs-file key of the limit ``finish_by`` is: the job's deadline_days, else horizon_days."""
+    return "deadline_days" if finish_by == job.deadline_s else "horizon_days"
+
+
+def _no_window(job: JobCandidates, finish_by: float | None) -> InfeasiblePlan:
+    """A job released on or after its deadline (or the horizon): no time to run in (the jobs file
+    refuses it before; the API's callers may not)."""
+    day, key = (finish_by or 0.0) / SECONDS_PER_DAY, _limit_key(job, finish_by)
+    detail = (
+        f"job {job.name!r}: released on day {job.release_s / SECONDS_PER_DAY:,g} (start_after_days), not"
+        f" before its {key} of day {day:,g}, which counts from day 0"
+    )
+    fix = f"set start_after_days below {day:,g}, or raise {key}"
+    return InfeasiblePlan(Constraint.DEADLINE, detail, fix, required=None, available=finish_by, job=job.name)
+
+
+def _released_deadline_answer(
+    job: JobCandidates, finish_by: float | None, required_s: float | None, detail: str
+) -> tuple[str, str]:
+    """A released job's deadline answer: the days between its release and its deadline (or the
+    horizon), which count from day 0, and the two keys that would make room (trial s51 H4)."""
+    release, limit = job.release_s / SECONDS_PER_DAY, (finish_by or 0.0) / SECONDS_PER_DAY
+    key = _limit_key(job, finish_by)
+    detail += (
+        f"; it starts on day {release:,g} at the earliest (start_after_days) and must end by day {limit:,g}"
+        f" ({key}, from day 0): {limit - release:,.1f} days"
+    )
+    if not required_s:
+        return detail, f"raise {key} or lower start_after_days"
+    need = required_s / SECONDS_PER_DAY
+    latest = math.floor((limit - need) * 10) / 10
+    lower = f", or start_after_days to {latest:g} or less" if latest >= 0 else ""
+    return detail, f"set {key} to {days_field(job.release_s + required_s)} or more{lower}"
+
+
 def days_field(seconds: float) -> str:
     """The least number of days a jobs-file field needs to hold ``seconds``: rounded up to one
     decimal, as every duration prints (buyer trial s45: "233.804" beside "233.8" everywhere else),
@@ -195,18 +244,23 @@ def _in_days_fields(required_s: float, detail: str, fix: str, keys: list[str]) -
 def expand_starts(
     job_index: int, job: JobCandidates, rows: np.ndarray, num_slots: int, slot_s: float | None, finish_by: float | None
 ) -> SlotOptions:
-    """Each row at each start slot from which it still finishes by ``finish_by``."""
+    """Each row at each start slot from which it still finishes by ``finish_by``; a released job
+    (``release_s``) starts at its release in the slot that holds it, and at no earlier slot."""
     table = job.table
     T = table.time_to_train_s[rows]
     starts = np.arange(num_slots)
-    start_s = starts * (slot_s or 0.0)
+    slot_start = starts * (slot_s or 0.0)
+    # the offset into its slot of a start at the release (0 where there is none, so as before)
+    offset = np.maximum(job.release_s - slot_start, 0.0)
+    reachable = slot_start + (slot_s or np.inf) > job.release_s
+    start_s = slot_start + offset
     end_s = start_s[None, :] + T[:, None]
-    ok = end_s <= (finish_by if finish_by is not None else np.inf) * (1 + 1e-12)
+    ok = (end_s <= (finish_by if finish_by is not None else np.inf) * (1 + 1e-12)) & reachable[None, :]
     row_at, slot_at = np.nonzero(ok)
-    if slot_s is None:  # one slot and no horizon: every job starts at 0 and holds slot 0
+    if slot_s is None:  # one slot and no horizon: every job starts at its release and holds slot 0
         busy = np.ones(len(row_at), dtype=np.int64)
     else:
-        busy = np.maximum(np.ceil(T[row_at] / slot_s - 1e-9), 1).astype(np.int64)
+        busy = np.maximum(np.ceil((offset[slot_at] + T[row_at]) / slot_s - 1e-9), 1).astype(np.int64)
     chosen = rows[row_at]
     return SlotOptions(
         job=np.full(len(chosen), job_index),
@@ -285,15 +339,18 @@ def list_schedule(
     num_gpus: Sequence[int],
     duration: Sequence[float],
     inventory: Mapping[str, int],
+    release: Sequence[float] | None = None,
 ) -> list[float]:
     """Start times of a serial list schedule: each job, in ``order``, starts at the earliest time
-    from which its GPU type has its ``num_gpus`` free for its whole duration, given the jobs
-    placed before it (every job fits the inventory alone). Times in the unit of ``duration``."""
+    from its ``release`` (None: 0 for all) at which its GPU type has its ``num_gpus`` free for its
+    whole duration, given the jobs placed before it (every job fits the inventory alone). Times in the
+    unit of ``duration``."""
     start = [math.nan] * len(order)
     placed: list[int] = []
     for j in order:
         same = [k for k in placed if gpu[k] == gpu[j]]
-        for t in sorted({0.0, *(start[k] + duration[k] for k in same)}):
+        ready = 0.0 if release is None else release[j]
+        for t in sorted({ready, *(end for k in same if (end := start[k] + duration[k]) > ready)}):
             end = t + duration[j]
             checks = [t, *(start[k] for k in same if t < start[k] < end)]
             if all(
@@ -325,7 +382,8 @@ def shared_inventory_infeasible(
     )
     need, usable = 0.0, set()
     for count, (finish, job) in enumerate(due, start=1):
-        rows = np.flatnonzero(check_rows(job.table, deadline_s=finish, inventory=inventory).feasible())
+        window = finish - job.release_s  # each job fits alone, so it has rows that end in time from its release
+        rows = np.flatnonzero(check_rows(job.table, deadline_s=window, inventory=inventory).feasible())
         need += float(np.min(job.table.num_gpus[rows] * job.table.time_to_train_s[rows]))
         usable |= set(job.table.gpu_id[rows].tolist())
         offered = sum(n for gpu, n in inventory.items() if gpu in usable) * finish
@@ -367,14 +425,17 @@ def solve_slotted(
         ) from exc
 
 
-def slotted_span_s(days: np.ndarray, job: np.ndarray, num_jobs: int, horizon_s: float | None) -> float:
+def slotted_span_s(
+    days: np.ndarray, job: np.ndarray, num_jobs: int, horizon_s: float | None, latest_release_s: float = 0.0
+) -> float:
     """The time the slotted model cuts into slots, from each job's rows' ``days`` (``job``: each
     row's job): twice the jobs' fastest rows run one after another, which a serial schedule fits
     even with each start rounded to a slot, or the horizon where shorter. Not the horizon itself,
     nor twice the slowest rows' (trial s27: a 100-year horizon, or none, cut slots of 570 days,
     every job started in the first, and the answer cost 25 % more than under a 60-day horizon); a
     longer schedule only holds the owned inventory longer (a rented row costs its rent whenever it
-    runs)."""
+    runs). ``latest_release_s``: the latest job's release, added (a job released past the span had
+    no slot to start in)."""
     fastest = float(sum(np.min(days[job == j]) for j in range(num_jobs)))
-    span = 2 * fastest * SECONDS_PER_DAY
+    span = 2 * fastest * SECONDS_PER_DAY + latest_release_s
     return span if horizon_s is None else min(horizon_s, span)

@@ -26,11 +26,11 @@ def owned_gpus(counts: dict[str, int]) -> dict[str, OwnedGpus]:
     return {g: OwnedGpus(n, power[g]) for g, n in counts.items()}
 
 
-def rent_way(job: JobCandidates, horizon_s: float, num_slots: int, unrented: set[str]):
+def rent_way(job: JobCandidates, horizon_s: float, num_slots: int, unrented: set[str], options_of=job_options):
     """The job's rented row as plan's cost objective picks it (the fastest within 1 % of the cheapest),
-    on the types it may rent; None where it may rent none."""
-    ways = [o for o in job_options(job, None, horizon_s, num_slots) if o[1] == 0]
-    ways = [o for o in ways if job.table.gpu_id[o[0]] not in unrented]
+    on the types it may rent; None where it may rent none. ``options_of``: a job's ways to run alone."""
+    ways = [o for o in options_of(job, None, horizon_s, num_slots) if job.table.gpu_id[o[0]] not in unrented]
+    ways = [o for o in ways if o[1] == min(w[1] for w in ways)]  # its first start: every row that ends in time
     if not ways:
         return None
     cheapest = min(job.table.cost_usd[o[0]] for o in ways)
@@ -39,9 +39,23 @@ def rent_way(job: JobCandidates, horizon_s: float, num_slots: int, unrented: set
     return (row, 0, 0.0, 0, False)
 
 
-def brute_force(jobs, economics, owned, tco, horizon_days, num_slots, max_purchase, rent=True, buy=True, unrented=()):
+def brute_force(
+    jobs,
+    economics,
+    owned,
+    tco,
+    horizon_days,
+    num_slots,
+    max_purchase,
+    rent=True,
+    buy=True,
+    unrented=(),
+    options_of=None,
+):
     """Least total over explicit purchase counts b_g and every way to run each job: owned (on a type
-    owned or to buy, held on I_g + b_g) or rented; every total holds the owned GPUs' running cost."""
+    owned or to buy, held on I_g + b_g) or rented; every total holds the owned GPUs' running cost.
+    ``options_of``: a job's ways to run alone, (row, slot, end, slots held) (default: from day 0)."""
+    options_of = options_of or job_options
     horizon_s, hours = horizon_days * DAY, horizon_days * 24
     rates = {g: break_even(g, e, tco, hours, e.rent_usd_per_gpu_hour) for g, e in economics.items()}
     running = {g: running_break_even(g, o, tco, hours) for g, o in owned.items()}
@@ -49,8 +63,8 @@ def brute_force(jobs, economics, owned, tco, horizon_days, num_slots, max_purcha
     sunk = sum(running[g].owned_fixed_usd * o.count for g, o in owned.items())
     per_job = []
     for job in jobs:
-        held = [(*o, True) for o in job_options(job, None, horizon_s, num_slots) if job.table.gpu_id[o[0]] in busy_rate]
-        way = rent_way(job, horizon_s, num_slots, set(unrented)) if rent else None
+        held = [(*o, True) for o in options_of(job, None, horizon_s, num_slots) if job.table.gpu_id[o[0]] in busy_rate]
+        way = rent_way(job, horizon_s, num_slots, set(unrented), options_of) if rent else None
         per_job.append(held + ([way] if way is not None else []))
     best = None
     buyable = {g: (range(max_purchase[g] + 1) if buy else [0]) for g in economics}

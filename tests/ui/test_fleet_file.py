@@ -10,7 +10,8 @@ from planner.model.energy import energy_usd
 from planner.search.fleet import Holding
 from planner.search.ownership import TcoAssumptions
 from planner.units import HOURS_PER_YEAR, MONTHS_PER_YEAR
-from ui.portfolio_file import fleet_options, purchase_prices, read_jobs_file
+from ui.fleet_inputs import fleet_options, purchase_prices
+from ui.portfolio_file import read_jobs_file
 
 BASE = """
 horizon_days = 30

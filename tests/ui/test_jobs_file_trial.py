@@ -400,3 +400,49 @@ def test_a_job_past_its_deadline_at_its_bands_slow_end_is_warned_of(tmp_path, ca
             assert lines[0].endswith(f"past its deadline day {float(f'{deadline:.3f}'):,g}")
     assert main([command, _file(tmp_path, head + f"deadline_days = {(end + slow_end) / 2:.3f}\n")]) == 0
     assert "past its deadline day" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("line", "words"),
+    [
+        ("start_after_days = -1.0", "start_after_days: Input should be greater than or equal to 0"),
+        ('start_after_days = "ten"', "start_after_days: Input should be a valid number"),
+        (
+            "start_after_days = 40.0\ndeadline_days = 30",
+            "start_after_days 40 is not before deadline_days 30: both count from day 0",
+        ),
+        (
+            "start_after_days = 100",
+            "job 'a': start_after_days 100 is not before horizon_days 90: both count from day 0",
+        ),
+    ],
+)
+def test_a_bad_release_is_one_line(tmp_path, capsys, line, words):
+    """Trial s51 H4: start_after_days, refused in one line naming the job, exit 2."""
+    jobs = f'horizon_days = 90\n[inventory]\nh100-sxm = 8\n[[jobs]]\nname = "a"\nmodel = "llama3-8b"\ntokens = 1e11\n{line}\n'
+    assert main(["portfolio", _file(tmp_path, jobs)]) == 2
+    err = capsys.readouterr().err
+    assert words in err and "job 'a'" in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize("command", ["portfolio", "fleet"])
+def test_a_released_job_starts_no_earlier_and_says_so(tmp_path, capsys, command):
+    """Trial s51 H4: two jobs on 8 owned H100, the second released on day 3: it starts on day 3 or
+    later, in the text and in --json (start_after_days), the first's none."""
+    jobs = "horizon_days = 120\n[inventory]\nh100-sxm = 8\n"
+    jobs += "".join(
+        f'[[jobs]]\nname = "{name}"\nmodel = "llama3-8b"\ntokens = 1e11\n{extra}'
+        for name, extra in (("a", ""), ("b", "start_after_days = 3.5\n"))
+    )
+    if command == "fleet":
+        jobs = 'buy = ["h100-sxm"]\n' + jobs
+    assert main([command, _file(tmp_path, jobs), "--json"]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    rows = {j["job"]: j for j in (answer["assignments"] if command == "portfolio" else answer["mixed"]["assignments"])}
+    assert rows["b"]["start_after_days"] == 3.5 and rows["b"]["start_days"] >= 3.5
+    assert rows["a"]["start_after_days"] is None
+    assert main([command, _file(tmp_path, jobs)]) == 0
+    assert (
+        "released: b on day 3.5 (start_after_days: none starts earlier; deadlines count from day 0)"
+        in capsys.readouterr().out
+    )
