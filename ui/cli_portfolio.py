@@ -261,8 +261,6 @@ def fleet(
     from ui.portfolio_file import file_requests, past_horizon, read_jobs_file, release_days
 
     spec = read_jobs_file(jobs_file)
-    for line in past_horizon(spec):  # trial s28c: portfolio said so, fleet did not
-        render.warn(line)
     chosen, applied = choose_and_apply(calibration, no_calibration)
     catalog = calibrated_catalog(applied)
     prices = fleet_prices(spec, catalog, jobs_file)
@@ -272,8 +270,8 @@ def fleet(
     # were ignored, and the urgent job was rented on 1,024 H100): a rented job may run on either
     # and those already owned ([inventory], trial s51 H1), which any job may run on
     requests = file_requests(spec, {g: None for g in [*prices, *spec.rented, *spec.inventory]}, jobs_file)
-    for line in fleet_ignored(spec, prices):
-        render.warn(line)
+    # trial s28c: portfolio said past-horizon deadlines, fleet did not; fleet51 M2: in --json too
+    said = (*past_horizon(spec), *fleet_ignored(spec, prices))
     try:
         with render.working(f"sizing the fleet for {len(requests)} jobs", quiet=as_json):
             options = {**fleet_options(spec, catalog), "calibration": None if applied is None else applied.record}
@@ -284,11 +282,13 @@ def fleet(
                 options["num_slots"] = max(spec.num_slots, 2)
             solution = plan_fleet(requests, prices, spec.horizon_days, **options)
     except InfeasiblePlan as exc:
+        for line in said:
+            render.warn(line)
         no_answer(exc, requests, as_json=as_json, calibration=chosen, answer_keys=render_fleet.FLEET_KEYS)
         return
     risks = {name: request.risk.value for name, request in requests.items()}
     render_fleet.fleet(
-        solution,
+        replace(solution, request_warnings=said),
         as_json=as_json,
         utilisation=spec.ownership.utilisation,
         risks=risks,

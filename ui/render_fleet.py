@@ -378,10 +378,7 @@ def fleet_json(
         # (review s44 M5, s45 M1)
         "held_only": sorted(solution.held_only),
         "owned": dict(solution.owned),  # GPUs already owned, in every option (trial s51 H1)
-        # the reserved terms are billed (reserved_term), no longer warned of (session 44); the prices'
-        # warnings (trial s48: a rent no median of offers backs, a kind above on-demand)
-        # and the jobs past their deadlines at their bands' slow ends (trial s51 M5)
-        "warnings": [w.words() for w in (*solution.price_warnings, *solution.late_at_band_end)],
+        "warnings": list(solution.warning_words),  # FleetSolution.warning_words
         "purchase": purchase_json(solution),
         "run_losses": jobs_run_losses_json(losses or {}),  # each job's, as portfolio's (trial s48)
     }

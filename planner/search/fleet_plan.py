@@ -204,6 +204,18 @@ class FleetSolution:
     # the chosen option's jobs that end past their deadlines at their bands' slow ends (trial s51 M5)
     late_at_band_end: tuple[LateAtBandEnd, ...] = ()
     release_days: Mapping[str, float] = field(default_factory=dict)  # job -> its start_after_days, where set
+    # what the request itself warns of, beside the solve's (the jobs file's: settings it reads and
+    # ignores, deadlines past the horizon); fleet51 M2: they were on stderr only, not in --json
+    request_warnings: tuple[str, ...] = ()
+
+    @property
+    def warning_words(self) -> tuple[str, ...]:
+        """Every warning of the answer, the request's first: the reserved terms are billed
+        (reserved_term), no longer warned of (session 44); the prices' (trial s48: a rent no median
+        of offers backs, a kind above on-demand) and the jobs past their deadlines at their bands'
+        slow ends (trial s51 M5)."""
+        held = (w.words() for w in (*self.price_warnings, *self.late_at_band_end))
+        return (*self.request_warnings, *held)
 
     def option_name(self, option: FleetOption) -> str:
         """An option's name in the text: with GPUs already owned, each option holds them too, and the

@@ -260,3 +260,25 @@ def test_a_held_type_with_no_offer_of_the_kind_is_held_under_spot_and_in_a_portf
         requests = spec.requests({"h100-sxm": 8, unlisted: 8})
         held = plan_portfolio(requests, {"h100-sxm": 8, unlisted: 8}, purchase_usd={unlisted: 30_000.0})
         assert held.assignments  # was: "no spot price for ..."
+
+
+def test_fleet_json_carries_the_files_own_warnings(tmp_path, capsys):
+    """fleet51 M2: a deadline past the horizon and a budget fleet ignores were said on stderr, and
+    --json's warnings were []; portfolio's JSON has carried its file's warnings since trial s28c."""
+    import json
+
+    from ui.cli import main
+
+    path = write(
+        tmp_path,
+        'horizon_days = 90\nbuy = ["h100-sxm"]\n\n[[jobs]]\nname = "chat-8b"\nmodel = "llama3-8b"\n'
+        "tokens = 2e11\ndeadline_days = 120\nbudget_usd = 1e6\n",
+    )
+    assert main(["fleet", str(path), "--json"]) == 0
+    captured = capsys.readouterr()
+    warnings = json.loads(captured.out)["warnings"]
+    assert any("past horizon_days" in w for w in warnings), warnings
+    assert any("ignores" in w and "budget_usd" in w for w in warnings), warnings
+    assert main(["fleet", str(path)]) == 0
+    err = capsys.readouterr().err
+    assert err.count("past horizon_days") == 1  # said once, not once before the solve and again after
