@@ -91,7 +91,7 @@ def portfolio(
     spec = portfolio_spec(jobs_file, emit_dir, k8s, cluster)
     chosen, applied = choose_and_apply(calibration, no_calibration)
     catalog = calibrated_catalog(applied)
-    rented = portfolio_rented(spec, jobs_file)
+    rented, dropped = portfolio_rented(spec, jobs_file)
     requests = file_requests(spec, {g: n for g, n in spec.inventory.items()}, jobs_file)
     slots: dict = {} if spec.num_slots is None else {"num_slots": spec.num_slots}  # else plan_portfolio's
     given = {g: usd for g, usd in spec.purchase_usd.items() if usd is not None}
@@ -112,7 +112,7 @@ def portfolio(
                 **slots,
             )
     except InfeasiblePlan as exc:
-        for line in past_horizon(spec):
+        for line in (*dropped, *past_horizon(spec)):
             render.warn(line)
         no_answer(exc, requests, as_json=as_json, calibration=chosen, answer_keys=render_portfolio.PORTFOLIO_KEYS)
         return
@@ -121,7 +121,7 @@ def portfolio(
     # the file's own warnings beside the jobs', in --json too (trial s28c: on stderr alone)
     late = late_at_band_ends(solution, {name: r.deadline_days for name, r in requests.items()})  # trial s51 M5
     words = [w.words() for w in (*price_notes, *late)]
-    solution = replace(solution, warnings=(*past_horizon(spec), *solution.warnings, *words))
+    solution = replace(solution, warnings=(*dropped, *past_horizon(spec), *solution.warnings, *words))
     prices = held_purchase_prices(catalog, solution.held_types, given)  # those the owned rates are at
     basis = render_portfolio.OwnedBasis(prices, spec.ownership.tco()) if prices else None
     render.portfolio(solution, as_json=as_json, emitted=emitted, owned_basis=basis, calibration=chosen, prices=rents)
@@ -149,24 +149,28 @@ def portfolio_spec(jobs_file: Path, emit_dir: Path | None, k8s: K8sNames, cluste
     return spec
 
 
-def portfolio_rented(spec: JobsFile, jobs_file: Path) -> frozenset[str]:
-    """The types the file rents (``rented_types``), with a warning for each of its settings the
-    portfolio reads and drops: [ownership].utilisation, a rented type's [purchase_usd]."""
+def portfolio_rented(spec: JobsFile, jobs_file: Path) -> tuple[frozenset[str], tuple[str, ...]]:
+    """The types the file rents (``rented_types``), and a warning for each of its settings the
+    portfolio reads and drops: [ownership].utilisation, a rented type's [purchase_usd] (fleet51 M2:
+    said on stderr only, and "at rent while busy" under a reserved kind, which reserves whole terms)."""
     from ui.fleet_inputs import rented_types
 
     try:
         rented = rented_types(spec)
     except ValueError as exc:
         raise ValueError(f"{jobs_file}: {exc}") from None
+    warnings = []
     if spec.ownership.utilisation is not None:  # trial s27: read and dropped without a word
-        render.warn("portfolio costs each owned GPU per busy and idle hour and ignores [ownership].utilisation;"
-                    " fleet reports the owned price at it")  # fmt: skip
+        warnings.append("portfolio costs each owned GPU per busy and idle hour and ignores [ownership].utilisation;"
+                        " fleet reports the owned price at it")  # fmt: skip
     unheld = sorted(g for g in rented if g in spec.purchase_usd)  # trial s36: dropped without a word
     if unheld:
-        render.warn(
-            f"{', '.join(unheld)} rented: portfolio prices it at rent while busy and ignores its [purchase_usd]"
-        )
-    return rented
+        from planner.catalog.terms import RESERVED_TERM_YEARS
+
+        reserved = spec.price_kind is not None and spec.price_kind in RESERVED_TERM_YEARS
+        held = f"reserves it for whole {spec.price_kind} terms" if reserved else "prices it at rent while busy"
+        warnings.append(f"{', '.join(unheld)} rented: portfolio {held} and ignores its [purchase_usd]")
+    return rented, tuple(warnings)
 
 
 def emitted_jobs(solution, emit_dir: Path, k8s: K8sNames, cluster: PortfolioCluster | None) -> dict[str, Path]:

@@ -302,10 +302,16 @@ def test_a_jobs_files_ignored_inputs_are_said_and_its_objective_error_names_it(t
         )
     )
     code, _, err = call("portfolio", str(rented))
-    assert (
-        code == 0
-        and "a100-80gb-sxm rented: portfolio prices it at rent while busy and ignores its [purchase_usd]" in err
+    said = "a100-80gb-sxm rented: portfolio prices it at rent while busy and ignores its [purchase_usd]"
+    assert code == 0 and err.count(said) == 1
+    code, out, _ = call("portfolio", str(rented), "--json")  # fleet51 M2: in --json too
+    assert code == 0 and said in json.loads(out)["warnings"]
+    reserved = tmp_path / "reserved.toml"  # ... and under a reserved kind, whole terms, not rent while busy
+    reserved.write_text(
+        rented.read_text().replace('objective = "cost"', 'objective = "cost"\nprice_kind = "reserved-1y"', 1)
     )
+    code, _, err = call("portfolio", str(reserved))
+    assert code == 0 and "a100-80gb-sxm rented: portfolio reserves it for whole reserved-1y terms" in err
     fleet = tmp_path / "fleet.toml"
     fleet.write_text(
         (REPO / "examples" / "fleet.toml")
