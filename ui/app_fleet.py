@@ -34,6 +34,9 @@ class FleetAsk:
     price_kind: str | None = None
     term_filled: float = 0.0
     tco: TcoAssumptions = field(default_factory=TcoAssumptions)
+    # GPUs already owned per type (the GPU table's counts, where the view says so): held in every
+    # option, their price sunk, as a jobs file's [inventory] under trainplan fleet (trial s51 H1)
+    owned: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -82,6 +85,7 @@ def solve_fleet(
             settings=settings,
             rent_usd_per_gpu_hour=rent,
             calibration=calibration,
+            owned=dict(ask.owned) or None,
         )
     except InfeasiblePlan as exc:
         return FleetOutcome(infeasible=Infeasible.of(exc))

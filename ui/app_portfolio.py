@@ -19,6 +19,7 @@ from planner.fmt import one_line
 from planner.model.settings import ModelingSettings
 from planner.plan_calibration import PlanCalibration
 from planner.search.held_warnings import HeldPriceWarning
+from planner.search.late_band import LateAtBandEnd
 from planner.search.ownership import TcoAssumptions
 from planner.units import SECONDS_PER_DAY
 from ui.app_core import Infeasible
@@ -53,6 +54,8 @@ class PortfolioOutcome:
     # the prices' warnings the CLI prints (a rent no median of offers backs, a kind above on-demand):
     # records, worded by the view in the page's language (app49: the page had none of them)
     price_warnings: tuple[HeldPriceWarning, ...] = ()
+    # the jobs past their deadlines at their bands' slow ends (trial s51 M5), worded by the view
+    late: tuple[LateAtBandEnd, ...] = ()
 
 
 def solve_jobs(
@@ -110,7 +113,7 @@ def portfolio_outcome(solution: PortfolioPlan, requests: dict[str, PlanRequest],
     """A solved portfolio as the app's table and totals, with its prices' warnings (``requests``:
     its jobs'; ``catalog``: the one it was planned on)."""
     from planner.api.held_prices import portfolio_held_prices
-    from planner.api.portfolio import job_figures, portfolio_bands
+    from planner.api.portfolio import job_figures, late_at_band_ends, portfolio_bands
     from ui.render_portfolio import cost_per_gpu_hour
 
     nan = (math.nan, math.nan)
@@ -155,4 +158,5 @@ def portfolio_outcome(solution: PortfolioPlan, requests: dict[str, PlanRequest],
         reserved=solution.reserved,
         billed_usd=solution.billed_usd,
         price_warnings=portfolio_held_prices(solution, requests, catalog)[1],
+        late=tuple(late_at_band_ends(solution, {name: r.deadline_days for name, r in requests.items()})),
     )

@@ -15,7 +15,7 @@ import streamlit as st
 
 from planner.api import PlanRequest
 from planner.limits import MAX_DAYS, MAX_SLOTS
-from planner.search.fleet_plan import FleetPlan, FleetSolution, Holding
+from planner.search.fleet_plan import FleetOption, FleetPlan, FleetSolution, Holding
 from planner.search.ownership import TcoAssumptions
 from planner.units import DAYS_PER_YEAR, SECONDS_PER_DAY
 from ui import app_core, figures
@@ -26,7 +26,7 @@ from ui.held_price_texts import held_price_text
 from ui.i18n import Labels, plain
 from ui.number_box import number_box
 from ui.plan_card import PRICE_BASIS_KEYS
-from ui.portfolio_view import PORTFOLIO_FORMATS, jobs_risk, money_and_band
+from ui.portfolio_view import PORTFOLIO_FORMATS, jobs_risk, late_text, money_and_band
 from ui.purchase_texts import purchase_text, small_saving_text
 from ui.render_fleet import billed_days
 from ui.sidebar import Inputs
@@ -62,7 +62,14 @@ def fleet_ask(tr: Labels, inputs: Inputs) -> FleetAsk | None:
         st.info(tr("fleet_pick_buy"))
         return None
     request = inputs.request
+    counts = {g: n for g, n in (request.gpus or {}).items() if n}
+    owned = bool(counts) and st.checkbox(
+        tr("fleet_owned", gpus=tr.join([f"{g} x {n:,}" for g, n in counts.items()])),
+        key="fleet_owned",
+        help=tr("fleet_owned_help"),
+    )
     return FleetAsk(
+        owned=tuple(sorted(counts.items())) if owned else (),
         buy=tuple((g, purchases[g]) for g in buy),
         horizon_days=float(horizon),
         num_slots=int(slots),
@@ -82,7 +89,7 @@ def show_fleet(tr: Labels, inputs: Inputs, requests: dict[str, PlanRequest]) -> 
     ask = fleet_ask(tr, inputs)
     if ask is None:
         return
-    fleet_notes(tr, inputs, requests)
+    fleet_notes(tr, inputs, requests, bool(ask.owned))
     with st.spinner(tr("working")):
         outcome = cached_fleet(
             tuple(jobs.items()), ask, inputs.headroom, inputs.request.stack, inputs.calibration, inputs.request.network
@@ -90,12 +97,13 @@ def show_fleet(tr: Labels, inputs: Inputs, requests: dict[str, PlanRequest]) -> 
     show_fleet_outcome(tr, outcome, inputs, ask, jobs_risk(requests))
 
 
-def fleet_notes(tr: Labels, inputs: Inputs, requests: dict[str, PlanRequest]) -> None:
+def fleet_notes(tr: Labels, inputs: Inputs, requests: dict[str, PlanRequest], owned: bool) -> None:
     """What the fleet reads otherwise than the inventory answer, as the CLI warns of it (``fleet_ignored``):
-    the GPU table's counts and the jobs' budgets; and the ownership assumptions it prices at."""
+    the GPU table's counts (``owned``: held as GPUs owned) and the jobs' budgets; and the ownership
+    assumptions it prices at."""
     counted = [f"{g} ≤ {n:,}" for g, n in (inputs.request.gpus or {}).items() if n is not None]
     if counted:
-        st.caption(tr("fleet_counts_ignored", gpus=tr.join(counted)))
+        st.caption(tr("fleet_counts_owned" if owned else "fleet_counts_ignored", gpus=tr.join(counted)))
     budgeted = [plain(name) for name, r in requests.items() if r.budget_usd is not None]
     if budgeted:
         st.caption(tr("fleet_budget_ignored", jobs=tr.join(budgeted)))
@@ -113,7 +121,7 @@ def show_fleet_outcome(tr: Labels, outcome: FleetOutcome, inputs: Inputs, ask: F
         return
     solution = outcome.solution
     assert solution is not None  # solve_fleet sets it whenever it has no error and no infeasible answer
-    options = [(tr(f"fleet_option_{option.key}"), p) for option, p in solution.options()]
+    options = [(tr(option_key(solution, option)), p) for option, p in solution.options()]
     if (purchase := solution.purchase()) is not None:  # the outlay first, where the answer buys (app50)
         st.info(purchase_text(tr, purchase))
         if (notice := small_saving_text(tr, purchase)) is not None:
@@ -121,6 +129,8 @@ def show_fleet_outcome(tr: Labels, outcome: FleetOutcome, inputs: Inputs, ask: F
     show_totals(tr, options, risk)
     for warning in solution.price_warnings:  # the CLI's warnings of the prices it rents at
         st.warning(held_price_text(tr, warning, "price_fix_table"))  # fleet_requests reads it
+    for late in solution.late_at_band_end:  # trial s51 M5, as the CLI's
+        st.warning(late_text(tr, late))
     show_split(tr, solution, *options[0])
     st.caption(ownership_text(tr, ask.tco, solution.horizon_days))
     st.caption(tr("fleet_slots", slots=solution.num_slots, days=solution.horizon_days / solution.num_slots))
@@ -130,6 +140,11 @@ def show_fleet_outcome(tr: Labels, outcome: FleetOutcome, inputs: Inputs, ask: F
         st.caption(tr("fleet_held_only", gpus=tr.join(sorted(solution.held_only))))
     show_fleet_jobs(tr, solution.mixed, risk)
     show_break_even(tr, solution)
+
+
+def option_key(solution: FleetSolution, option: FleetOption) -> str:
+    """The label of an option, as ``FleetSolution.option_name`` names it (``names_owned``)."""
+    return f"fleet_option_{'owned_' if solution.names_owned(option) else ''}{option.key}"
 
 
 def show_totals(tr: Labels, options: list[tuple[str, FleetPlan]], risk: str) -> None:

@@ -61,6 +61,32 @@ FLEET_LABELS: dict[str, tuple[str, str]] = {
     "fleet_option_rent_only": ("rent only", "只租用"),
     "fleet_option_reserve_only": ("reserve only", "只预留"),
     "fleet_option_buy_only": ("buy only", "只购买"),
+    # with GPUs already owned every option holds them too (FleetSolution.option_name; trial s51 H1)
+    "fleet_option_owned_rent_only": ("owned + rent", "自有 + 租用"),
+    "fleet_option_owned_reserve_only": ("owned + reserve", "自有 + 预留"),
+    "fleet_option_owned_buy_only": ("owned + buy", "自有 + 购买"),
+    "fleet_owned": (
+        "The GPU table's counts are GPUs we own ({gpus})",
+        "GPU 表中的数量是我们已拥有的 GPU（{gpus}）",
+    ),
+    "fleet_owned_help": (
+        "As a jobs file's [inventory] under trainplan fleet: their price is sunk (no outlay), their hosting,"
+        " staff and power are counted over the horizon, every job may run on them, and the fleet sizes what to"
+        " buy in addition. Unticked: the counts are ignored.",
+        "相当于 trainplan fleet 任务文件中的 [inventory]：其购置价已沉没（无支出），托管、人员与电费按规划期计入，"
+        "所有任务都可使用，机队只确定还需额外购买多少。不勾选：忽略这些数量。",
+    ),
+    "fleet_counts_owned": (
+        "The fleet holds the GPUs we own ({gpus}) in every option and sizes what to buy in addition.",
+        "机队在每个方案中都保留我们已拥有的 GPU（{gpus}），只确定还需额外购买多少。",
+    ),
+    # planner/search/late_band.py LateAtBandEnd (trial s51 M5), the CLI's words
+    "late_at_band_end": (
+        "{job}: at the slow end of its 80 % band it ends on day {end:,.1f} (starting on day {start:,.1f} as"
+        " scheduled), past its deadline day {deadline:,g}.",
+        "{job}：按其 80% 区间的慢端，它在第 {end:,.1f} 天结束（按计划于第 {start:,.1f} 天开始），晚于截止日第"
+        " {deadline:,g} 天。",
+    ),
     "fleet_total": ("{option}: total at {risk}", "{option}：{risk} 分位总成本"),
     "fleet_chart": (
         "Each option's total at {risk}, with its 80 % band (every job at its band's ends)",

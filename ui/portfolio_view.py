@@ -14,6 +14,7 @@ from planner.api import PlanRequest
 from planner.fmt import money_band_parts
 from planner.limits import MAX_DAYS, MAX_SLOTS
 from planner.plan_accuracy import Standing
+from planner.search.late_band import LateAtBandEnd
 from planner.search.space import DEFAULT_MAX_GPUS
 from planner.units import HOURS_PER_DAY
 from ui import app_core, figures
@@ -211,6 +212,8 @@ def show_portfolio_outcome(tr: Labels, outcome: PortfolioOutcome, inputs: Inputs
         st.warning(tr("portfolio_reserved", **values, kind=tr.kind(r.kind), cost=cost, used=used))
     for warning in outcome.price_warnings:  # the CLI's warnings of the prices it rents at (app49)
         st.warning(held_price_text(tr, warning, "price_fix_job"))  # a job keeps its prices
+    for late in outcome.late:  # trial s51 M5, as the CLI's
+        st.warning(late_text(tr, late))
     if outcome.reserved and outcome.billed_usd is not None:
         st.caption(tr("portfolio_billed", total=app_core.money(outcome.billed_usd)))
     if not outcome.holds_gpus:
@@ -312,3 +315,9 @@ def with_training_words(frame: pd.DataFrame, tr: Labels) -> pd.DataFrame:
         for layout, (t, pp) in pairs
     ]
     return frame.drop(columns="training").assign(layout=words)
+
+
+def late_text(tr: Labels, late: LateAtBandEnd) -> str:
+    """``LateAtBandEnd.words`` in the page's language."""
+    values = dict(end=late.slow_end_days, start=late.start_days, deadline=late.deadline_days)
+    return tr("late_at_band_end", job=plain(late.job), **values)

@@ -217,12 +217,14 @@ class FleetSolution:
         held = (w.words() for w in (*self.price_warnings, *self.late_at_band_end))
         return (*self.request_warnings, *held)
 
+    def names_owned(self, option: FleetOption) -> bool:
+        """Whether an option's name says it holds the GPUs already owned: each option holds them, and
+        the one that buys nothing adds nothing; the mixed one's name stays (the text's and the app's rule)."""
+        return bool(self.owned) and option is not FleetOption.MIXED
+
     def option_name(self, option: FleetOption) -> str:
-        """An option's name in the text: with GPUs already owned, each option holds them too, and the
-        one that buys nothing adds nothing ("owned + rent", "owned + reserve", "owned + buy")."""
-        if not self.owned or option is FleetOption.MIXED:
-            return option.value
-        return "owned + " + option.value.removesuffix(" only")
+        """An option's name in the text ("owned + rent", "owned + reserve", "owned + buy": ``names_owned``)."""
+        return "owned + " + option.value.removesuffix(" only") if self.names_owned(option) else option.value
 
     @property
     def none_bought(self) -> FleetOption:

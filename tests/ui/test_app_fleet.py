@@ -205,3 +205,34 @@ def test_the_portfolios_title_names_the_answer_picked(tr):
     at.radio(key="portfolio_answer").set_value("on_inventory").run()
     titles = [h.value for h in at.subheader]
     assert tr("portfolio") in titles and tr("portfolio_fleet") not in titles
+
+
+@pytest.mark.parametrize("tr", [EN, ZH])
+def test_the_gpu_tables_counts_can_be_the_gpus_owned(tr):
+    """Trial s51 H1: fleet holds GPUs already owned (a jobs file's [inventory]); the page ignored the
+    GPU table's counts. Ticked, they are the GPUs owned, and the options are named as the CLI names them."""
+    owned = {"h100-sxm": 16}
+    request = request_for(get_preset("llama3-8b"), training_tokens=2e12, deadline_days=120.0)
+    solution = plan_fleet({"chat": request}, {"h100-sxm": H100_USD}, HORIZON_DAYS, settings=DEFAULT_SETTINGS,
+                          owned=owned)  # fmt: skip
+    at = fleet_page(tr, inventory={"h100-sxm": 16})
+    assert tr("fleet_counts_ignored", gpus="h100-sxm ≤ 16") in page_texts(at)
+    at.checkbox(key="fleet_owned").check().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert tr("fleet_counts_owned", gpus="h100-sxm ≤ 16") in page_texts(at)
+    metrics = {m.label: m.value for m in at.metric}
+    for option, p in solution.options():
+        assert solution.names_owned(option) is (option.key != "mixed")
+        key = f"fleet_option_{'owned_' if solution.names_owned(option) else ''}{option.key}"
+        assert metrics[tr("fleet_total", option=tr(key), risk="p80")] == money(p.total_cost_usd)
+
+
+def test_a_job_past_its_deadline_at_its_bands_slow_end_is_said_in_both_languages():
+    """Trial s51 M5: the CLI's warning, worded by the fleet and portfolio views."""
+    from planner.search.late_band import LateAtBandEnd
+    from ui.portfolio_view import late_text
+
+    late = LateAtBandEnd("pretrain-70b", 9.3, 332.3, 330.0)
+    assert late_text(EN, late).rstrip(".") == late.words().replace("-", "\\-")  # plain(): no markdown list
+    chinese = late_text(ZH, late)
+    assert "332.3" in chinese and "330" in chinese and not english_sentences(chinese)
