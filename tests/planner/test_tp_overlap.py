@@ -4,7 +4,6 @@ the validated envelope; megatron-core's validated regimes say they are tuned rec
 from __future__ import annotations
 
 import pytest
-from support.app import request_for
 
 from planner.accuracy.residuals import load_residuals
 from planner.api import build_plan
@@ -15,7 +14,7 @@ from planner.layout import Layout, Sharding, TrainingConfig
 from planner.model.settings import DEFAULT_SETTINGS
 from planner.model.stack_profiles import MEGATRON_CORE_TP_COMM_OVERLAP
 from planner.model.stacks import STACK_SETTINGS, Stack
-from planner.request import request_settings
+from planner.request import PlanRequest, request_settings
 from planner.stack_rules import RunChoices
 
 TRAINING = TrainingConfig(seq_len=8192, micro_batch=1, grad_accum=64)
@@ -33,7 +32,9 @@ def _flagperf_like(tp_comm_overlap: bool, num_gpus: int = 16, stack: Stack = Sta
 def test_off_hides_tp_traffic_as_the_named_default_does_not_the_fitted_share():
     """Off is trainplan's named default share (0.3, "no such overlap"), not a new number; the
     recipe's 0.5 stays the profile's."""
-    request = request_for(get_preset("llama3-8b"), stack=Stack.MEGATRON_CORE, tp_comm_overlap=False)
+    request = PlanRequest(  # planner tests import no app (test_floors)
+        model=get_preset("llama3-8b"), training_tokens=1e10, stack=Stack.MEGATRON_CORE, tp_comm_overlap=False
+    )
     assert request_settings(request).tp_comm_overlap == DEFAULT_SETTINGS.tp_comm_overlap == 0.3
     on = request.model_copy(update={"tp_comm_overlap": True})
     assert request_settings(on).tp_comm_overlap == MEGATRON_CORE_TP_COMM_OVERLAP == 0.5
