@@ -14,7 +14,7 @@ import pytest
 from support import SOLVERS
 from test_fleet_inventory import brute_force as fleet_brute_force
 from test_portfolio import ECONOMICS, candidate_table, random_job
-from test_portfolio_bruteforce import WEIGHTS, instance
+from test_portfolio_bruteforce import WEIGHTS, instance, serial_schedule
 
 from planner.errors import Constraint, InfeasiblePlan
 from planner.search.fleet import Holding, size_fleet
@@ -23,23 +23,6 @@ from planner.search.portfolio import solve_portfolio
 from planner.search.slots import JobCandidates, list_schedule
 
 DAY = 86400.0
-
-
-def released_schedule(order, gpu, n, T, inventory, release) -> list[float]:
-    """Each job in turn at the earliest time from its release its n GPUs stay free for T, by sweeping
-    the usage profile of the jobs already placed (written apart from planner's list_schedule)."""
-    start: dict[int, float] = {}
-    for j in order:
-        placed = [k for k in start if gpu[k] == gpu[j]]
-        for t in sorted({release[j], *(e for k in placed if (e := start[k] + T[k]) > release[j])}):
-            events = sorted({t, *(start[k] for k in placed), *(start[k] + T[k] for k in placed)})
-            busy = (
-                sum(n[k] for k in placed if start[k] <= tau < start[k] + T[k]) for tau in events if t <= tau < t + T[j]
-            )
-            if all(used + n[j] <= inventory[gpu[j]] for used in busy):
-                start[j] = t
-                break
-    return [start[j] for j in range(len(order))]
 
 
 def brute_force(jobs, inventory, rates, weights, horizon_s):
@@ -68,7 +51,7 @@ def brute_force(jobs, inventory, rates, weights, horizon_s):
         T = [job.table.time_to_train_s[r] for job, r in zip(jobs, rows, strict=True)]
         busy = sum(v[g] * k * d / 3600 for g, k, d in zip(gpu, n, T, strict=True))
         for order in itertools.permutations(range(len(jobs))):
-            start = released_schedule(order, gpu, n, T, inventory, release)
+            start = serial_schedule(order, gpu, n, T, inventory, release)
             end = [s + d for s, d in zip(start, T, strict=True)]
             if any(e > f * (1 + 1e-12) for e, f in zip(end, finish, strict=True)):
                 continue
