@@ -39,16 +39,20 @@ class CalibrationChoice:
 
     path: Path
     default: bool  # True: the per-user default file, applied because it exists
+    own: bool = False  # True: the file a saved plan was made with, applied again (explain, emit)
     # The file's record once applied, where a result has no one plan to carry it (portfolio, fleet:
     # calib50 L4, their line had no hash, GPUs or machine); None: the plan's record says it.
     record: PlanCalibration | None = None
 
     def as_json(self) -> dict:
-        return {"file": str(self.path), "source": "default" if self.default else "--calibration"}
+        source = "default" if self.default else "plan" if self.own else "--calibration"
+        return {"file": str(self.path), "source": source}
 
     def line(self) -> str:
         if self.default:
             return f"calibration: default file {self.path} applied (--no-calibration to ignore it)"
+        if self.own:
+            return f"calibration: {self.path}, the plan's own file, applied (--no-calibration to ignore it)"
         return f"calibration: {self.path} applied"
 
 
@@ -67,15 +71,37 @@ def choose_calibration(given: Path | None, disabled: bool) -> CalibrationChoice 
 def plan_file_calibration(given: Path | None, disabled: bool, record) -> CalibrationChoice | None:
     """The calibration ``explain`` and ``emit`` apply to a saved plan (``record``: its
     PlanCalibration, None for a plan made without a file): ``--calibration`` / ``--no-calibration``
-    where given; else the default file only for a plan made with it (as it is now). A plan made
-    without a file, or with another one, keeps that (calib50 M6: a plan made with
+    where given; else the file the plan was made with, as it is now (the default one, or
+    ``own_calibration``). A plan made without a file keeps that (calib50 M6: a plan made with
     --no-calibration was estimated again with the default file)."""
     if given is not None or disabled:
         return choose_calibration(given, disabled)
-    default = choose_calibration(None, disabled=False)
-    if record is None or default is None or str(default.path.expanduser().resolve()) != record.file:
+    if record is None:
         return None
-    return default
+    default = choose_calibration(None, disabled=False)
+    if default is not None and str(default.path.expanduser().resolve()) == record.file:
+        return default
+    return own_calibration(record)
+
+
+def own_calibration(record) -> CalibrationChoice | None:
+    """The file a saved plan was made with (not the default one), applied again as it is now
+    (review51 H1: it was dropped, and a re-estimate ran on the catalog's rates unsaid); a changed
+    file is warned of, a missing one too (the plan is then estimated again without it)."""
+    import hashlib
+
+    path = Path(record.file)
+    try:
+        data = path.read_bytes()
+    except OSError:
+        render.warn(
+            f"the plan was made with calibration file {path}, which cannot be read now: estimated again without"
+            " it (--calibration FILE applies another)"
+        )
+        return None
+    if hashlib.sha256(data).hexdigest() != record.sha256:
+        render.warn(f"calibration file {path} changed since the plan was made: applied as it is now")
+    return CalibrationChoice(path, default=False, own=True)
 
 
 def choose_and_apply(given: Path | None, disabled: bool) -> tuple[CalibrationChoice | None, AppliedCalibration | None]:

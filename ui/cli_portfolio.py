@@ -121,7 +121,8 @@ def portfolio(
     # the file's own warnings beside the jobs', in --json too (trial s28c: on stderr alone)
     late = late_at_band_ends(solution, {name: r.deadline_days for name, r in requests.items()})  # trial s51 M5
     words = [w.words() for w in (*price_notes, *late)]
-    solution = replace(solution, warnings=(*dropped, *past_horizon(spec), *solution.warnings, *words))
+    pinned = () if emit_dir is None else unpinned_types(solution, cluster)
+    solution = replace(solution, warnings=(*dropped, *past_horizon(spec), *solution.warnings, *words, *pinned))
     prices = held_purchase_prices(catalog, solution.held_types, given)  # those the owned rates are at
     basis = render_portfolio.OwnedBasis(prices, spec.ownership.tco()) if prices else None
     render.portfolio(solution, as_json=as_json, emitted=emitted, owned_basis=basis, calibration=chosen, prices=rents)
@@ -173,6 +174,18 @@ def portfolio_rented(spec: JobsFile, jobs_file: Path) -> tuple[frozenset[str], t
     return rented, tuple(warnings)
 
 
+def unpinned_types(solution, cluster: PortfolioCluster | None) -> tuple[str, ...]:
+    """The warning of an emitted portfolio whose jobs run on several types with nothing naming a Slurm
+    job's type (fleet51 H3; review51 M1: in --json's warnings too)."""
+    gpus = sorted({a.plan.gpu for a in solution.assignments})
+    if len(gpus) < 2 or (cluster is not None and cluster.names_types):
+        return ()
+    return (
+        f"the jobs run on {', '.join(gpus)} and their slurm.sbatch name no GPU type, so Slurm may start one on"
+        " another type's nodes: --slurm-gpu-type GPU=TYPE,... (or --slurm-constraint) pins each",
+    )
+
+
 def emitted_jobs(solution, emit_dir: Path, k8s: K8sNames, cluster: PortfolioCluster | None) -> dict[str, Path]:
     """Each job's directory written under ``emit_dir`` (job name -> its job.json), as ``emit`` writes
     one: each job trains its whole token budget, and records the file it was planned with
@@ -184,14 +197,8 @@ def emitted_jobs(solution, emit_dir: Path, k8s: K8sNames, cluster: PortfolioClus
     from trainer.job_spec import RunSettings
 
     flags = EmitFlags(out="--emit", force=False)  # fleet51 L2: its refusals offered --out and --force
-    gpus = [a.plan.gpu for a in solution.assignments]
     if cluster is not None:
-        cluster.check_types(gpus)
-    if len(set(gpus)) > 1 and (cluster is None or not cluster.names_types):
-        render.warn(
-            f"the jobs run on {', '.join(sorted(set(gpus)))} and their slurm.sbatch name no GPU type, so Slurm may"
-            " start one on another type's nodes: --slurm-gpu-type GPU=TYPE,... (or --slurm-constraint) pins each"
-        )
+        cluster.check_types([a.plan.gpu for a in solution.assignments])
 
     def emit(a, check_only: bool) -> Path:
         run = RunSettings(steps=default_steps(a.plan))

@@ -125,6 +125,35 @@ def test_a_plan_made_with_the_default_file_is_explained_with_it_as_it_is_now(tmp
     assert again["plan"]["time"]["step_s"] > planned
 
 
+def test_explain_and_emit_apply_a_plans_own_file_again_and_say_when_it_changed_or_is_gone(tmp_path, capsys):
+    """review51 H1: a plan made with --calibration FILE (not the default) was estimated again by
+    explain --failure-rate-x and emit on the catalog's rates, its file dropped unsaid."""
+    own = write_calibration(
+        tmp_path / "slow.toml", CalibrationFile(MACHINE, {"h100-sxm": {"gemm_bf16_tflops_achieved": 300.0}})
+    )
+    saved = tmp_path / "p.json"
+    planned = _json(capsys, *ESTIMATE, "--calibration", str(own), "--out", str(saved))["time"]["step_s"]
+    bare = _json(capsys, *ESTIMATE, "--no-calibration")["time"]["step_s"]
+    assert planned > bare
+    again = _json(capsys, "explain", str(saved), "--failure-rate-x", "2")
+    assert again["plan"]["time"]["step_s"] == pytest.approx(planned) and _choice(again)["source"] == "plan"
+    assert main(["emit", str(saved), "--out", str(tmp_path / "job")]) == 0
+    capsys.readouterr()
+    assert json.loads((tmp_path / "job" / "job.json").read_text())["plan"]["estimate"]["time"][
+        "step_s"
+    ] == pytest.approx(planned)
+    write_calibration(own, CalibrationFile(MACHINE, {"h100-sxm": {"gemm_bf16_tflops_achieved": 200.0}}))
+    assert main(["explain", str(saved), "--failure-rate-x", "2", "--json"]) == 0
+    changed = capsys.readouterr()
+    assert f"calibration file {own} changed since the plan was made" in changed.err
+    assert json.loads(changed.out)["plan"]["time"]["step_s"] > planned
+    own.unlink()
+    assert main(["explain", str(saved), "--failure-rate-x", "2", "--json"]) == 0
+    gone = capsys.readouterr()
+    assert "cannot be read now: estimated again without it" in gone.err
+    assert json.loads(gone.out)["plan"]["time"]["step_s"] == pytest.approx(bare)
+
+
 # ----------------------------------------------------------------------------- --calibrate-from
 
 

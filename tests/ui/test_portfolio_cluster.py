@@ -49,6 +49,7 @@ def test_portfolio_emit_pins_each_jobs_type_and_warns_where_nothing_does(tmp_pat
     assert main(["portfolio", jobs_file, "--emit", str(tmp_path / "any"), "--json"]) == 0
     captured = capsys.readouterr()
     assert "their slurm.sbatch name no GPU type" in captured.err
+    assert any("their slurm.sbatch name no GPU type" in w for w in json.loads(captured.out)["warnings"])  # review51 M1
     per = "h100-sxm=h100,a100-80gb-sxm=a100"
     assert main(["portfolio", jobs_file, "--emit", str(tmp_path / "pinned"), "--json", "--slurm-gpu-type", per]) == 0
     captured = capsys.readouterr()
