@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field
 from planner.catalog.prices import PriceBasis, PriceKind, PriceOffer, billed_gpus
 from planner.catalog.terms import TermBilling, rebilled
 from planner.estimate_parts import GoodputEstimate, MemoryEstimate, ThroughputEstimate, TimeEstimate
+from planner.fix_codes import FIX_JOIN, FIX_TEMPLATES, FixCode
 from planner.fmt import one_line, printable
 from planner.frozen import FROZEN
 from planner.layout import (
@@ -39,7 +40,6 @@ from planner.model.stacks import Stack
 from planner.model.structure import native_unsupported
 from planner.plan_accuracy import EfficiencyCeiling, MemoryBand, Uncertainty
 from planner.plan_calibration import PlanCalibration
-from planner.rule_codes import FIX_JOIN, FIX_TEMPLATES, FixCode
 
 if TYPE_CHECKING:
     from planner.catalog.hardware import Catalog, NodeTemplate

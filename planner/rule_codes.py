@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from enum import StrEnum
 
-__all__ = ["FIX_JOIN", "FIX_TEMPLATES", "TEMPLATES", "Figures", "FixCode", "RuleCode", "render"]
+__all__ = ["TEMPLATES", "Figures", "RuleCode", "render"]
 
 # The numbers and names a sentence cites (ints and floats as the rule computed them).
 Figures = Mapping[str, int | float | str]
@@ -425,76 +425,6 @@ TEMPLATES: dict[RuleCode, str] = {
     _C.INPUT_GREW: "{where}: over {limit_bytes} bytes: not a {what}",
     _C.INPUT_NOT_UTF8: "{where}: not UTF-8 text (byte {byte}): not a {what}",
 }
-
-
-class FixCode(StrEnum):
-    """One member per next step an estimate that does not fit suggests (``Estimate.fix_hints``)."""
-
-    SHARD_FSDP = "shard_fsdp"
-    FSDP_GROUP = "fsdp_group"
-    FSDP_GROUP_MORE_GPUS = "fsdp_group_more_gpus"
-    FULL_AC = "full_ac"
-    FULL_AC_PARTIAL = "full_ac_partial"  # full recomputation shrinks the need but not under the room
-    FULL_AC_CP = "full_ac_cp"  # full recomputation and context parallelism together fit
-    FULL_AC_CP_MORE_GPUS = "full_ac_cp_more_gpus"
-    MICRO_BATCH = "micro_batch"
-    TP = "tp"
-    TP_MORE_GPUS = "tp_more_gpus"
-    CP = "cp"
-    CP_MORE_GPUS = "cp_more_gpus"
-    PP = "pp"
-    ONE_F_ONE_B = "one_f_one_b"
-    BIGGER_GPU = "bigger_gpu"
-    NO_ONE_FIX = "no_one_fix"  # past every catalog GPU's memory and no single change fits it
-    HOST_OFFLOAD = "host_offload"
-    COMPILE = "compile"  # torch.compile: a compiled loss holds fewer bytes a logit
-    OFFLOAD = "offload"
-    BF16_GRADS = "bf16_grads"  # Megatron's --grad-reduce-in-bf16
-    PARAM_REMAINDERS = "param_remainders"  # Megatron-Core's --use-precision-aware-optimizer
-    BF16_GRADS_AND_REMAINDERS = "bf16_grads_and_remainders"  # both
-
-
-# The hints of planner/model/memory_fixes.py memory_fix_hint and planner/model/host.py, byte for byte;
-# ``Estimate.fix`` joins them with FIX_JOIN.
-FIX_TEMPLATES: dict[FixCode, str] = {
-    FixCode.SHARD_FSDP: "shard parameters, gradients and optimizer states with FSDP (sharding fsdp)",
-    FixCode.FSDP_GROUP: "shard with FSDP over a group of at least {group} (dp_shard now {dp_shard})",
-    FixCode.FSDP_GROUP_MORE_GPUS: (
-        "shard with FSDP over a group of at least {group} (dp_shard now {dp_shard}) on {gpus} GPUs"
-    ),
-    FixCode.FULL_AC: "enable full activation checkpointing",
-    FixCode.FULL_AC_PARTIAL: "enable full activation checkpointing, then more (alone it still needs {need:,.1f} GiB)",
-    FixCode.FULL_AC_CP: (
-        "enable full activation checkpointing and split each sequence over cp={cp} ranks (context parallelism,"
-        " now {now})"
-    ),
-    FixCode.FULL_AC_CP_MORE_GPUS: (
-        "enable full activation checkpointing and split each sequence over cp={cp} ranks (context parallelism,"
-        " now {now}) on {gpus} GPUs"
-    ),
-    FixCode.MICRO_BATCH: "lower the micro-batch below {micro_batch}",
-    FixCode.TP: "use tp={tp} (now {now})",
-    FixCode.TP_MORE_GPUS: "use tp={tp} (now {now}) on {gpus} GPUs",
-    FixCode.CP: "split each sequence over cp={cp} ranks (context parallelism, now {now})",
-    FixCode.CP_MORE_GPUS: "split each sequence over cp={cp} ranks (context parallelism, now {now}) on {gpus} GPUs",
-    FixCode.PP: "split the layers over more pipeline stages (pp > {pp})",
-    FixCode.ONE_F_ONE_B: "use the 1f1b pipeline schedule: it holds {pp} micro-batches' activations, GPipe all {accum}",
-    FixCode.BIGGER_GPU: "use a GPU with more memory",
-    FixCode.NO_ONE_FIX: (
-        "no one change fits it, nor does any GPU ({times:,.0f}x the largest, {largest}): shorten the sequence, or"
-        " combine checkpointing, sharding and tp/pp/cp"
-    ),
-    FixCode.HOST_OFFLOAD: "shard the offloaded states over more nodes, or keep them on the GPUs (no offload)",
-    FixCode.COMPILE: "compile the model and its loss (--compile)",
-    FixCode.OFFLOAD: "keep the optimizer states in host memory (--offload)",
-    FixCode.BF16_GRADS: "keep Megatron's gradient buffers in bf16 (--grad-reduce-in-bf16)",
-    FixCode.PARAM_REMAINDERS: "keep the master weights as 16-bit remainders (--precision-aware-optimizer)",
-    FixCode.BF16_GRADS_AND_REMAINDERS: (
-        "keep Megatron's gradient buffers in bf16 and the master weights as 16-bit remainders"
-        " (--grad-reduce-in-bf16 --precision-aware-optimizer)"
-    ),
-}
-FIX_JOIN = "; or "
 
 
 def render(code: RuleCode, figures: Figures) -> str:

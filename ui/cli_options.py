@@ -6,7 +6,7 @@ import re
 from collections.abc import Mapping
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import Any, TypedDict
 
 import typer
 
@@ -20,9 +20,6 @@ from planner.search.space import DEFAULT_MAX_GPUS
 from ui.help_layout import install as install_help_layout
 from ui.help_layout import short_metavar
 from ui.inputs import Requirement, must_be, pydantic_requirement
-
-if TYPE_CHECKING:
-    pass
 
 app = typer.Typer(
     add_completion=False,

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import typer
 from rich.markup import escape
@@ -34,9 +33,6 @@ from ui.cluster_flags import PortfolioCluster, with_portfolio_cluster_flags
 from ui.inputs import check_range
 from ui.portfolio_file import JobsFile, job_keys_help
 from ui.render_lines import jobs_figures_lines, jobs_run_losses_json
-
-if TYPE_CHECKING:
-    pass
 
 # What fleet reads no budget from: it sizes what to own, and a budget bounds the cost a portfolio
 # reports for a job on its inventory. The help says so where it lists the keys (practitioner s47: the help
@@ -225,8 +221,8 @@ def fleet_prices(spec: JobsFile, catalog: Catalog, jobs_file: Path) -> dict[str,
 
 def fleet_ignored(spec: JobsFile, prices: dict[str, float]) -> list[str]:
     """The warnings of what fleet reads in the file and weighs otherwise or ignores (``prices``: the
-    types to buy): a rented type to buy, wall power or rent of a type it neither buys nor rents, an
-    budgets."""
+    types to buy): a rented type to buy, wall power of a type it neither buys nor owns, rent of a type
+    it neither buys nor rents, budgets."""
     warnings = []
     both = sorted(set(spec.rented) & set(prices))
     if both:  # review s27: rented was dropped without a word
@@ -234,7 +230,7 @@ def fleet_ignored(spec: JobsFile, prices: dict[str, float]) -> list[str]:
         warnings.append(
             f"rented lists {', '.join(both)}, a type to buy: fleet weighs buying it against renting (or reserving) it, as every type to buy"
         )
-    powered = sorted(set(spec.ownership.wall_power_w) - set(prices))
+    powered = sorted(set(spec.ownership.wall_power_w) - set(prices) - set(spec.inventory))  # owned: powered
     if powered:  # trial s36: dropped without a word
         warnings.append(f"fleet buys none of {', '.join(powered)} and ignores its [ownership].wall_power_w")
     unused = sorted(set(spec.rent_usd_per_gpu_hour) - set(prices) - set(spec.rented))

@@ -795,7 +795,7 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
         "{name!r} 既不是模型预设，也不是已有的配置文件路径",
     ),
     "reason_config_other": ("not a usable model config", "不是可用的模型配置（英文页面给出详细原因）"),
-    # An estimate's next steps (planner/rule_codes.py FixCode, ui/reasons.py fix_text).
+    # An estimate's next steps (planner/fix_codes.py FixCode, ui/reasons.py fix_text).
     "fix_shard_fsdp": (
         "shard parameters, gradients and optimizer states with FSDP",
         "用 FSDP 分片参数、梯度和优化器状态（sharding fsdp）",

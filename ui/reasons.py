@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from planner.errors import RuleCode, rule_violation
+from planner.fix_codes import FixCode
 from planner.fmt import one_line
 from planner.plan import FixHint
-from planner.rule_codes import FixCode
 from ui.i18n import Labels
 
 _C = RuleCode

@@ -13,6 +13,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from planner.fix_codes import FixCode
 from planner.model.candidates import SHARD_ZERO1, Candidates
 from planner.model.memory import offload_keeps_grads, state_bytes
 from planner.model.saved_bytes import grad_element_bytes
@@ -20,7 +21,6 @@ from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.model.stage_params import busiest_stage
 from planner.plan import FixHint
-from planner.rule_codes import FixCode
 from planner.units import FP32_BYTES, GIB
 
 __all__ = [

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from planner.catalog.hardware import Catalog, GPUSpec
 from planner.estimate_parts import MemoryTerms
+from planner.fix_codes import FixCode
 from planner.layout import (
     ActivationCheckpointing,
     Implementation,
@@ -26,7 +27,6 @@ from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.model.stacks import Stack
 from planner.plan import FixHint
-from planner.rule_codes import FixCode
 from planner.units import GIB
 
 

@@ -593,7 +593,7 @@ def test_a_gpu_far_outside_its_architectures_measured_balance_is_judged_as_its_o
 def test_a_reached_regime_says_how_it_differs():
     """Trial s29b: "no measured row of ... > 1,000 GPUs; ... it reaches the band of the measured
     ... > 1,000 GPUs, cp > 1" read as a contradiction; only cp differed, which it did not say."""
-    from planner.accuracy import reached
+    from planner.accuracy.envelope import reached
     from planner.accuracy.regime import Feature, Regime
 
     query = Regime("megatron-core", "Blackwell", int(Feature.TP | Feature.LARGE))
@@ -678,8 +678,8 @@ def test_the_envelope_sizes_the_band_beside_the_rows_mean_error():
 def test_a_neighbour_that_sets_the_band_says_its_rows_and_their_error():
     """Trial s43 #10: a MoE plan's line quoted "mean |error| 4.2%" of its nearest dense rows beside a
     -31 % / +45 % band whose ends the pooled MoE rows set; each such neighbour now says its own."""
-    from planner.accuracy import envelope_words
     from planner.accuracy.bands import shipped_base
+    from planner.accuracy.envelope import envelope_words
 
     query = Regime("trainplan", "Hopper", int(Feature.MOE | Feature.MULTI_GPU))
     ev = shipped_base().evidence(query)

@@ -165,8 +165,8 @@ def test_a_need_past_every_gpu_is_not_sent_to_a_bigger_one():
     GPU with more memory", though the largest catalog GPU holds a fourteenth of it."""
     from planner.api import build_plan
     from planner.catalog.models import get_preset
+    from planner.fix_codes import FixCode
     from planner.layout import Layout, TrainingConfig
-    from planner.rule_codes import FixCode
     from ui.i18n import Labels
     from ui.reasons import fix_text
 
@@ -192,9 +192,9 @@ def test_compile_is_named_where_the_compiled_loss_fits():
     logit, not 12) freed 17.7 GiB, and the fixes never named it. Named only where the stack
     compiles its loss with the model and the compiled layout fits, and never twice."""
     from planner.api import build_plan
+    from planner.fix_codes import FixCode
     from planner.layout import Layout, TrainingConfig
     from planner.model.stacks import Stack
-    from planner.rule_codes import FixCode
 
     model, layout = get_preset("llama3.1-8b"), Layout(dp_shard=8)
     training = TrainingConfig(seq_len=8192, micro_batch=2, activation_checkpointing="selective")

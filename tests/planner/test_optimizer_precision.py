@@ -11,13 +11,13 @@ from planner.api.rebuild import dropped_choices
 from planner.catalog.hardware import load_catalog
 from planner.catalog.models import get_preset
 from planner.errors import RuleCode, RuleViolation
+from planner.fix_codes import FixCode
 from planner.layout import Layout, Precision, Sharding, TrainingConfig
 from planner.model.attention_kernels import CudnnGeneration
 from planner.model.optimizer_precision import OptimizerPrecision
 from planner.model.stack_profiles import MEGATRON_CORE_SETTINGS
 from planner.model.stacks import Stack
 from planner.request import run_settings
-from planner.rule_codes import FixCode
 from planner.stack_rules import optimizer_precision_problem
 from planner.units import BF16_BYTES
 from validation.nemo_blackwell import MLPERF_RECIPE

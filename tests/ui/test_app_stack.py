@@ -454,8 +454,8 @@ def test_the_english_fix_names_the_sidebars_boxes_not_cli_flags():
     """Trial s40: the English explorer said "(--grad-reduce-in-bf16 --precision-aware-optimizer)" on a
     page whose boxes are "bf16 gradients" and "Precision-aware optimizer"; words without a flag stay
     the planner's own."""
+    from planner.fix_codes import FixCode
     from planner.plan import FixHint
-    from planner.rule_codes import FixCode
     from ui.reasons import fix_text
 
     hints = [FixHint(code=FixCode.BF16_GRADS_AND_REMAINDERS), FixHint(code=FixCode.FULL_AC)]

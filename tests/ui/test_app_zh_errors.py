@@ -14,10 +14,10 @@ from support.app import EN, ZH, english_sentences, open_tab, request_for, run_ap
 from planner.api import build_plan
 from planner.catalog.hf_config import SUPPORTED_MODEL_TYPES, model_from_hf_config
 from planner.errors import RuleCode
+from planner.fix_codes import FIX_TEMPLATES, FixCode
 from planner.layout import Layout, TrainingConfig
 from planner.model.settings import DEFAULT_SETTINGS
 from planner.plan import FixHint
-from planner.rule_codes import FIX_TEMPLATES, FixCode
 from ui.i18n import all_labels, plain
 from ui.reasons import CONFIG_REASONS, FIX_LABELS, config_reason_text, fix_text, refusal
 

@@ -282,3 +282,21 @@ def test_fleet_json_carries_the_files_own_warnings(tmp_path, capsys):
     assert main(["fleet", str(path)]) == 0
     err = capsys.readouterr().err
     assert err.count("past horizon_days") == 1  # said once, not once before the solve and again after
+
+
+def test_an_owned_types_wall_power_is_read_not_warned_of_as_ignored(tmp_path):
+    """review51: with [inventory] (GPUs owned, trial s51 H1) fleet powers those GPUs, so their
+    [ownership].wall_power_w is read; the warning that it is ignored stays for a type neither
+    bought nor owned."""
+    from ui.cli_portfolio import fleet_ignored
+
+    spec = read_jobs_file(
+        write(
+            tmp_path,
+            'horizon_days = 90\nbuy = ["h100-sxm"]\n[inventory]\na100-80gb-sxm = 8\n[ownership]\n'
+            'wall_power_w = { a100-80gb-sxm = 500.0, b200 = 1200.0 }\n\n[[jobs]]\nname = "a"\nmodel = "llama3-8b"\n'
+            "tokens = 1e10\n",
+        )
+    )
+    (said,) = [w for w in fleet_ignored(spec, {"h100-sxm": 25000.0}) if "wall_power_w" in w]
+    assert said == "fleet buys none of b200 and ignores its [ownership].wall_power_w"
