@@ -223,7 +223,12 @@ def summary_lines(p: Plan) -> list[str]:
         + attention_words(p)
         + (", partitioned activations" if p.partition_activations else "")
         + (", expert all-to-all overlapped" if p.moe_a2a_overlap else "")
-        + (", no TP comm overlap" if p.tp_overlap_off else "")
+        # review51 L2: at tp 1 there is no TP traffic, so the switch changes nothing: said so
+        + (
+            (", no TP comm overlap" if p.layout.tp > 1 else ", no TP comm overlap (no TP traffic at tp 1)")
+            if p.tp_overlap_off
+            else ""
+        )
         + p.optimizer_precision.words(),
         f"memory: peak {e.memory.peak_gib:.1f} GiB allocated, {e.memory.reserved_gib:.1f} GiB reserved"
         f" of {e.memory.capacity_gib:.1f} GiB" + host_note(e) + loss_note(e),

@@ -48,6 +48,10 @@ def test_the_summary_and_explain_name_it_from_the_plan_file(capsys, tmp_path):
     assert "no TP comm overlap" in said and "TP comm overlap off (--no-tp-comm-overlap)" in said
     assert main(["estimate", *FLAGPERF_8B, "--no-calibration"]) == 0
     assert "no TP comm overlap" not in capsys.readouterr().out
+    # review51 L2: at tp 1 the switch changes nothing, and the line says so
+    tp1 = [a if a != "2" or FLAGPERF_8B[i - 1] != "--tp" else "1" for i, a in enumerate(FLAGPERF_8B)]
+    assert main(["estimate", *tp1, "--no-tp-comm-overlap", "--no-calibration"]) == 0
+    assert "no TP comm overlap (no TP traffic at tp 1)" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("stack", ["trainplan", "megatron-lm"])
