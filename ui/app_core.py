@@ -307,13 +307,15 @@ def local_gpus_frame(found: Sequence) -> pd.DataFrame:
     )
 
 
-def jobs_frame(requests: dict[str, PlanRequest]) -> pd.DataFrame:
+def jobs_frame(requests: dict[str, PlanRequest], releases: dict[str, float] | None = None) -> pd.DataFrame:
+    """One row per job; ``releases``: each job's start_after_days, where set."""
     return pd.DataFrame(
         [
             {
                 "job": name,
                 "model": r.model.name,
                 "tokens_b": r.training_tokens / 1e9,
+                "start_after_days": (releases or {}).get(name),
                 "deadline_days": r.deadline_days,
                 "budget_usd": r.budget_usd,
             }

@@ -37,6 +37,7 @@ class FleetAsk:
     # GPUs already owned per type (the GPU table's counts, where the view says so): held in every
     # option, their price sunk, as a jobs file's [inventory] under trainplan fleet (trial s51 H1)
     owned: tuple[tuple[str, int], ...] = ()
+    release_days: tuple[tuple[str, float], ...] = ()  # job -> its start_after_days, where set (s51 H4)
 
 
 @dataclass(frozen=True)
@@ -86,6 +87,7 @@ def solve_fleet(
             rent_usd_per_gpu_hour=rent,
             calibration=calibration,
             owned=dict(ask.owned) or None,
+            release_days=dict(ask.release_days) or None,
         )
     except InfeasiblePlan as exc:
         return FleetOutcome(infeasible=Infeasible.of(exc))

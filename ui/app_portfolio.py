@@ -71,6 +71,7 @@ def solve_jobs(
     purchase_usd: dict[str, float] | None = None,
     tco: TcoAssumptions | None = None,
     calibration: PlanCalibration | None = None,
+    release_days: dict[str, float] | None = None,
 ) -> PortfolioOutcome:
     """``planner.api.explore.plan_portfolio`` as a table: one row per job's chosen plan, its days at
     its risk quantile and its owned-rate cost with their 80 % bands (planner/api/portfolio.py).
@@ -90,6 +91,7 @@ def solve_jobs(
         purchase_usd=purchase_usd,
         tco=tco or TcoAssumptions(),
         calibration=calibration,
+        release_days=release_days or None,
     )
     unpriced = catalog or load_catalog()  # the prices' warnings read it before any price kind
     try:

@@ -148,6 +148,7 @@ def cached_portfolio(
     rented: frozenset[str] = frozenset(),
     purchases: tuple[tuple[str, float], ...] = (),
     tco: TcoAssumptions | None = None,
+    releases: tuple[tuple[str, float], ...] = (),
 ) -> app_portfolio.PortfolioOutcome:
     """Every job estimated for the sidebar's stack (one settings profile for the whole schedule) on
     the sidebar's network (one cluster's inventory); ``rented``: the types without a count."""
@@ -164,6 +165,7 @@ def cached_portfolio(
         purchase_usd=dict(purchases),
         tco=tco,
         calibration=None if (applied := calibration_for(calibration)) is None else applied.record,
+        release_days=dict(releases),
     )
 
 

@@ -1129,6 +1129,13 @@ _LABELS: dict[str, tuple[str, str]] = {
     # portfolio
     "portfolio": ("Portfolio: several jobs on one inventory", "组合：多个任务共享一个库存"),
     "job_name": ("Name of the job in the sidebar", "侧栏中任务的名称"),
+    "job_start_after": ("Start after (days)", "最早开始（天）"),
+    "job_start_after_help": (
+        "The day the job may start at the earliest (a jobs file's start_after_days; trial s51 H4), counted from day 0"
+        " as its deadline is; 0: from the start. Add or Update keeps it with the job.",
+        "任务最早可开始的日期（即任务文件中的 start_after_days），与期限一样从第 0 天算起；0 表示一开始即可。"
+        "添加或更新任务时随任务保存。",
+    ),
     "add_job": ("Add job", "添加任务"),
     "clear_jobs": ("Remove all jobs", "移除全部任务"),
     "job_name_needed": ("Give the job a name.", "请为任务命名。"),
@@ -1150,6 +1157,7 @@ _LABELS: dict[str, tuple[str, str]] = {
     ),
     "remove_job": ("Remove this job", "移除此任务"),
     "col_deadline_days": ("deadline (days)", "期限（天）"),
+    "col_start_after_days": ("start after (days)", "最早开始（天）"),
     "col_budget_usd": ("budget (USD)", "预算（美元）"),
     "horizon_days": ("Horizon (days, 0 = none)", "时间范围（天，0 = 不限）"),
     "num_slots": ("Start-time slots", "开始时间槽数"),

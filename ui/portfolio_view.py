@@ -80,15 +80,22 @@ def next_job_name(jobs: dict[str, str]) -> str:
 
 
 def job_controls(tr: Labels, jobs: dict[str, str], inputs: Inputs) -> None:
-    """Add the sidebar's job; update or remove one job; remove all (buttons aligned with the inputs)."""
-    left, mid, right = st.columns([2, 1, 1], vertical_alignment="bottom")
+    """Add the sidebar's job (with its release day); update or remove one job; remove all (buttons
+    aligned with the inputs)."""
+    releases: dict[str, float] = st.session_state["portfolio_releases"]
+    left, start, mid, right = st.columns([2, 1, 1, 1], vertical_alignment="bottom")
     if NEXT_JOB_NAME in st.session_state:
         st.session_state["job_name"] = st.session_state.pop(NEXT_JOB_NAME)
     name = left.text_input(tr("job_name"), key="job_name", max_chars=40)
+    release = start.number_input(
+        tr("job_start_after"), 0.0, float(MAX_DAYS), step=1.0, key="job_start_after", help=tr("job_start_after_help")
+    )
     if mid.button(tr("add_job"), key="add_job", use_container_width=True):
+        keep_release(releases, name.strip(), release)
         add_job(tr, jobs, name.strip(), inputs.key)
     if right.button(tr("clear_jobs"), key="clear_jobs", use_container_width=True):
         jobs.clear()
+        releases.clear()
     if not jobs:
         return
     left, mid, right = st.columns([2, 1, 1], vertical_alignment="bottom")
@@ -98,9 +105,24 @@ def job_controls(tr: Labels, jobs: dict[str, str], inputs: Inputs) -> None:
     picked = left.selectbox(tr("job_pick"), names, key="job_pick")
     if mid.button(tr("update_job"), key="update_job", use_container_width=True, help=tr("update_job_help")):
         jobs[picked] = inputs.key
+        keep_release(releases, picked, release)
     if right.button(tr("remove_job"), key="remove_job", use_container_width=True):
         jobs.pop(picked, None)
+        releases.pop(picked, None)
         st.rerun()
+
+
+def keep_release(releases: dict[str, float], name: str, day: float) -> None:
+    """The job's start_after_days (none kept for day 0: from the start)."""
+    if day > 0:
+        releases[name] = float(day)
+    else:
+        releases.pop(name, None)
+
+
+def job_releases(jobs: dict[str, str]) -> dict[str, float]:
+    """Each listed job's start_after_days, where set (a name added then refused keeps none)."""
+    return {n: d for n, d in st.session_state["portfolio_releases"].items() if n in jobs}
 
 
 # The portfolio's two answers (app.py draws the chosen one): the jobs on the inventory, or what to
@@ -124,13 +146,14 @@ def show_jobs(tr: Labels, inputs: Inputs) -> tuple[dict[str, PlanRequest], str] 
         return None
     requests = {name: PlanRequest.model_validate_json(text) for name, text in jobs.items()}
     st.dataframe(
-        app_core.jobs_frame(requests).rename(columns=lambda c: tr(f"col_{c}")),
+        app_core.jobs_frame(requests, job_releases(jobs)).rename(columns=lambda c: tr(f"col_{c}")),
         hide_index=True,
         placeholder=app_core.BLANK,
         key="portfolio_jobs_table",
         column_config={
             tr("col_tokens_b"): st.column_config.NumberColumn(format="%,.1f"),
             tr("col_deadline_days"): st.column_config.NumberColumn(format="%,.1f"),
+            tr("col_start_after_days"): st.column_config.NumberColumn(format="%,.1f"),
             tr("col_budget_usd"): st.column_config.NumberColumn(format=app_core.DOLLARS),
         },
     )
@@ -169,6 +192,7 @@ def show_portfolio(tr: Labels, inputs: Inputs, requests: dict[str, PlanRequest])
             rented_under_pricing(inputs.request, inputs.bought),
             tuple(sorted(inputs.purchases.items())),
             inputs.tco,
+            tuple(sorted(job_releases(jobs).items())),
         )
     show_portfolio_outcome(tr, outcome, inputs, jobs_risk(requests))
 

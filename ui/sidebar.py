@@ -132,6 +132,7 @@ def init_state(cat: Catalog) -> None:
             st.session_state[key] = kept.get(key, value)
     st.session_state.setdefault(ROWS_KEY, default_rows(cat))
     st.session_state.setdefault("portfolio_jobs", {})
+    st.session_state.setdefault("portfolio_releases", {})  # job -> its start_after_days, where set
 
 
 def keep_values(cat: Catalog) -> None:

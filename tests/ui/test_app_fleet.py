@@ -236,3 +236,16 @@ def test_a_job_past_its_deadline_at_its_bands_slow_end_is_said_in_both_languages
     assert late_text(EN, late).rstrip(".") == late.words().replace("-", "\\-")  # plain(): no markdown list
     chinese = late_text(ZH, late)
     assert "332.3" in chinese and "330" in chinese and not english_sentences(chinese)
+
+
+def test_the_fleet_ask_carries_the_jobs_release_days_to_the_answer():
+    """review51 M2: start_after_days (trial s51 H4) reaches the page's fleet answer."""
+    from ui.app_fleet import solve_fleet
+
+    request = request_for(get_preset("llama3-8b"), training_tokens=2e11, deadline_days=120.0)
+    ask = FleetAsk(buy=(("h100-sxm", H100_USD),), horizon_days=HORIZON_DAYS, num_slots=12, gpus=("h100-sxm",),
+                   release_days=(("chat", 30.0),))  # fmt: skip
+    outcome = solve_fleet({"chat": request}, ask, settings=DEFAULT_SETTINGS, catalog=CATALOG)
+    assert outcome.solution is not None and dict(outcome.solution.release_days) == {"chat": 30.0}
+    (job,) = [a for a in outcome.solution.mixed.assignments if a.job == "chat"]
+    assert job.start_s >= 30.0 * SECONDS_PER_DAY

@@ -105,3 +105,22 @@ def test_the_schedule_and_cost_tables_show_every_figure_of_the_jobs():
     at.button(key="add_job").click().run()
     assert not at.exception
     assert [len(table(at, EN(c)).columns) for c in ("col_start_days", "col_owned")] == [9, 7]
+
+
+def test_a_jobs_start_after_days_is_kept_with_it_and_holds_its_start():
+    """review51 M2: the CLI's start_after_days (trial s51 H4) had no input on the page."""
+    at = run_app(portfolio_mode=True, gpus=["h100-sxm"], inventory={"h100-sxm": 8})
+    at.text_input(key="job_name").set_value("first")
+    at.button(key="add_job").click().run()
+    at.text_input(key="job_name").set_value("later")
+    at.number_input(key="job_start_after").set_value(30.0)
+    at.button(key="add_job").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    listed = table(at, EN("col_start_after_days")).set_index(EN("col_job"))
+    assert listed.loc["later", EN("col_start_after_days")] == 30.0
+    assert listed.loc["first", EN("col_start_after_days")] != listed.loc["first", EN("col_start_after_days")]  # NaN
+    schedule = table(at, EN("col_start_days")).set_index(EN("col_job"))
+    assert schedule.loc["later", EN("col_start_days")] >= 30.0 > schedule.loc["first", EN("col_start_days")]
+    at.selectbox(key="job_pick").set_value("later").run()
+    at.button(key="remove_job").click().run()
+    assert at.session_state["portfolio_releases"] == {}
