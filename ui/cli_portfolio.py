@@ -33,6 +33,7 @@ from ui.cluster_flags import PortfolioCluster, with_portfolio_cluster_flags
 from ui.inputs import check_range
 from ui.portfolio_file import JobsFile, job_keys_help
 from ui.render_lines import jobs_figures_lines, jobs_run_losses_json
+from ui.render_ownership import OwnedBasis
 
 # What fleet reads no budget from: it sizes what to own, and a budget bounds the cost a portfolio
 # reports for a job on its inventory. The help says so where it lists the keys (practitioner s47: the help
@@ -120,7 +121,7 @@ def portfolio(
     pinned = () if emit_dir is None else unpinned_types(solution, cluster)
     solution = replace(solution, warnings=(*dropped, *past_horizon(spec), *solution.warnings, *words, *pinned))
     prices = held_purchase_prices(catalog, solution.held_types, given)  # those the owned rates are at
-    basis = render_portfolio.OwnedBasis(prices, spec.ownership.tco()) if prices else None
+    basis = OwnedBasis(prices, spec.ownership.tco()) if prices else None
     render.portfolio(solution, as_json=as_json, emitted=emitted, owned_basis=basis, calibration=chosen, prices=rents)
 
 

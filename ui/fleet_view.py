@@ -185,7 +185,7 @@ def show_split(tr: Labels, solution: FleetSolution, name: str, p: FleetPlan) -> 
 
 
 def ownership_text(tr: Labels, tco: TcoAssumptions, horizon_days: float) -> str:
-    """How a bought GPU's price is charged in a total (render_fleet.ownership_words in the page's words)."""
+    """How a bought GPU's price is charged in a total (render_ownership.ownership_words in the page's words)."""
     capital = tr("fleet_capital", rate=tco.cost_of_capital_rate) if tco.cost_of_capital_rate else tr("fleet_no_capital")
     text = tr(
         "fleet_ownership",

@@ -476,7 +476,7 @@ def portfolio(
     prices: dict | None = None,
 ) -> None:
     """``emitted``: job name -> the job.json written for it (``trainplan portfolio --emit``);
-    ``owned_basis``: what the owned-GPU rate rests on (ui.render_portfolio.OwnedBasis);
+    ``owned_basis``: what the owned-GPU rate rests on (ui.render_ownership.OwnedBasis);
     ``calibration``: the file the jobs were planned with (ui.calibration.CalibrationChoice);
     ``prices``: each rented or reserved type's ``HeldPrice``."""
     from ui.render_portfolio import portfolio as render_portfolio  # it imports this module's ``out``

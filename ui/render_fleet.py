@@ -23,6 +23,7 @@ from ui.render import (
 )
 from ui.render_calibration import calibration_json, calibration_line
 from ui.render_lines import figures_words, jobs_run_losses_json, release_line
+from ui.render_ownership import ownership_words
 
 
 def fleet_assignment(
@@ -61,36 +62,6 @@ def fleet_assignment(
 def basis_value(price: HeldPrice | None) -> str | None:
     """A price's basis in --json (``PriceBasis``), null where the type has none (held only)."""
     return None if price is None else price.basis.value
-
-
-def depreciation_words(tco) -> str:
-    """How a bought GPU's price is charged (ownership.py's TCO formula), in fleet's and portfolio's
-    words alike: 'straight-line over 5 years to a 20% resale value'."""
-    return f"straight-line over {tco.lifetime_years:g} years to a {tco.residual_fraction:.0%} resale value"
-
-
-def ownership_words(tco, horizon_days: float) -> str:
-    """What an owned GPU adds to a total (trial s27: $783k for 64 H100 read as their price, $3.07M);
-    over a horizon longer than the life, that the share charged counts replacements (trial s36: 10
-    years charged $384k of depreciation on 4 H100 "bought for" $192k, unexplained)."""
-    lives = horizon_days / (tco.lifetime_years * DAYS_PER_YEAR)
-    replaced = (
-        f"; the horizon is {lives:.1f} lifetimes, so it counts replacing them as they age out, which the"
-        " outlay (one purchase) does not show"
-        if lives > 1
-        else ""
-    )
-    capital = (
-        f", {tco.cost_of_capital_rate:.0%} a year on its average book value (cost of capital)"
-        if tco.cost_of_capital_rate
-        else ", no cost of capital (cost_of_capital_rate in [ownership])"
-    )
-    return (
-        f"a total counts each bought GPU's purchase {depreciation_words(tco)} for the {horizon_days:,.0f}"
-        f" days{capital}, plus hosting,"
-        f" staff and power: not the outlay ('bought for'), which a shorter life or no resale would charge"
-        f" more of{replaced}"
-    )
 
 
 def fleet_assignment_line(a: dict) -> str:

@@ -4,8 +4,6 @@ and the envelope word (planner/api/portfolio.py ``job_figures``; trial s19, find
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
 from pathlib import Path
 
 from rich.table import Table
@@ -15,7 +13,6 @@ from planner.catalog.held_price import HeldPrice, rates_line
 from planner.catalog.prices import PriceBasis
 from planner.fmt import counted, money, money_band, number_band
 from planner.plan_accuracy import Standing
-from planner.search.ownership import TcoAssumptions
 from planner.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 from ui.render import (
     add_columns,
@@ -27,8 +24,8 @@ from ui.render import (
     whole_words,
 )
 from ui.render_calibration import calibration_json, calibration_line
-from ui.render_fleet import depreciation_words
 from ui.render_lines import jobs_figures_lines, jobs_run_losses_json, release_line
+from ui.render_ownership import OwnedBasis
 
 # What the cost column is: the portfolio prices its owned inventory at ownership and its rented
 # types (the jobs file's ``rented``) at rent, or under a reserved price kind at the reserved rate,
@@ -157,55 +154,6 @@ def reserved_words(r) -> str:
         f"reserved: {r.num_gpus:,} x {r.gpu_id} for {term} at ${r.usd_per_gpu_hour:,.2f} per GPU-hour"
         f" ({r.kind}), {money(r.cost_usd)}; the jobs use {money(r.used_usd)} of it, and a reserved GPU is paid"
         " every hour of its term, busy or idle"
-    )
-
-
-@dataclass(frozen=True)
-class OwnedBasis:
-    """What the owned-GPU rate rests on: ``prices``, each held type's purchase price and whether the
-    jobs file gave it (None: no price, priced at its rent; ``held_purchase_prices``), and ``tco``, the
-    ownership settings (planner/search/ownership.py)."""
-
-    prices: dict[str, tuple[float | None, bool]]
-    tco: TcoAssumptions
-
-    def words(self) -> str:
-        """``owned_basis_words``."""
-        return owned_basis_words(self.prices, self.tco)
-
-    def json(self, held_usd_per_gpu_hour: dict[str, float]) -> dict:
-        """The same, typed (buyer trial s50 L5: only prose): each held type's price and the rate it
-        gives (``held_usd_per_gpu_hour``: the portfolio's own), then the ownership settings."""
-        gpus = [
-            {
-                "gpu": gpu,
-                "purchase_usd": usd,
-                "purchase_usd_given": given,  # false: the catalog's estimate
-                # each hour held, busy or idle; a job's hours add its power (the assignments'
-                # cost_per_gpu_hour_usd)
-                "held_usd_per_gpu_hour": held_usd_per_gpu_hour.get(gpu),
-            }
-            for gpu, (usd, given) in sorted(self.prices.items())
-        ]
-        return {"gpus": gpus, **dataclasses.asdict(self.tco)}
-
-
-def owned_basis_words(prices: dict[str, tuple[float | None, bool]], tco) -> str:
-    """What the owned-GPU rate rests on (trial s36: the $48k per H100 and the ownership settings
-    behind "owned-GPU rate 1.43" were nowhere in the text): ``prices``: held type -> (its purchase
-    price, whether the jobs file gave it; None: no price, priced at its rent)."""
-    bought = ", ".join(
-        f"{gpu} at its rent (no purchase price)"
-        if usd is None
-        else f"{gpu} bought at {money(usd)} ({'yours' if given else 'the catalog estimate'})"
-        for gpu, (usd, given) in sorted(prices.items())
-    )
-    capital = f"{tco.cost_of_capital_rate:.0%} cost of capital" if tco.cost_of_capital_rate else "no cost of capital"
-    return (
-        f"owned-GPU rate: {bought}; {depreciation_words(tco)}, {capital}, hosting and staff"
-        f" {money(tco.hosting_usd_per_gpu_month + tco.staff_usd_per_gpu_month)} per GPU-month, PUE {tco.pue:g} at"
-        f" ${tco.electricity_usd_per_kwh:g}/kWh, an idle GPU drawing {tco.idle_power_fraction:.0%} of its training power"
-        " ([purchase_usd] and [ownership] in the jobs file)"
     )
 
 

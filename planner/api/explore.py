@@ -11,15 +11,15 @@ import numpy as np
 import pandas as pd
 
 from planner.accuracy import DEFAULT_RISK, Risk
-from planner.api import PlanResult, plan_from_row, rate_gpus, request_catalog, search
+from planner.api import PlanResult, plan_from_row, rate_gpus, request_catalog
 from planner.api.chart_points import best_per_count, pareto_front
 from planner.api.notices import fixed_cost_warnings, long_job_warnings
 from planner.api.portfolio_answer import portfolio_answer
 from planner.api.reserved import held_only_types, reserved_prices, scored_as_held
+from planner.api.why_not import WhyNot, why_not, why_not_answer  # re-exported: split out of here
 from planner.catalog.hardware import Catalog, load_catalog
 from planner.catalog.terms import TermBilling, rebilled
 from planner.errors import InfeasiblePlan
-from planner.fmt import counted, duration_words, money
 from planner.model.candidates import AC_CODES, SHARDING_CODES, Candidates
 from planner.model.rowwise import distinct
 from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
@@ -191,67 +191,6 @@ def plan_label(p: Plan) -> str:
         training.grad_accum,
         training.activation_checkpointing.value,
     )
-
-
-@dataclass(frozen=True)
-class WhyNot:
-    """Why a GPU type lost, as data: its own best plan and the chosen one, or what rules it out.
-
-    ``mine`` None: the type alone is infeasible (``infeasible`` says why). ``winner`` None with
-    ``mine`` set: no type at all is feasible under the full request (``infeasible``).
-    """
-
-    gpu: str
-    mine: Plan | None = None
-    winner: Plan | None = None
-    infeasible: InfeasiblePlan | None = None
-
-    @property
-    def chosen(self) -> bool:
-        return self.winner is not None and self.winner.gpu == self.gpu
-
-    def text(self) -> str:
-        if self.mine is None:
-            return f"{self.gpu} is infeasible: {self.infeasible}"
-        if self.winner is None:
-            return f"no GPU type is feasible: {self.infeasible}"
-        if self.chosen:
-            return f"{self.gpu} is the chosen GPU type"
-        mine, winner = self.mine, self.winner
-        e, w = mine.estimate, winner.estimate
-        assert e.time_to_train_h is not None and w.time_to_train_h is not None  # requests carry tokens
-        # trial s33 (app): "1 GPUs", and "0.2 days" where the card said 4.6 h
-        return (
-            f"{self.gpu}: best plan {counted(mine.num_gpus, 'GPU')} ({mine.layout_words}) costs {money(e.cost_usd)} in "
-            f"{duration_words(e.time_to_train_h * SECONDS_PER_HOUR)} (MFU {e.throughput.mfu:.1%}); the chosen"
-            f" {winner.gpu} plan costs {money(w.cost_usd)} in {duration_words(w.time_to_train_h * SECONDS_PER_HOUR)}"
-        )
-
-
-def why_not_answer(
-    request: PlanRequest, gpu_id: str, *, catalog: Catalog | None = None, settings: ModelingSettings = DEFAULT_SETTINGS
-) -> WhyNot:
-    """Why a GPU type lost: its own best plan compared with the winner, or what rules it out."""
-    catalog = catalog or load_catalog()
-    gpu = catalog.gpu(gpu_id).id
-    inventory = (request.gpus or {}).get(gpu) if request.gpus and gpu in request.gpus else None
-    only = request.model_copy(update={"gpus": {gpu: inventory}, "top_k": 0})
-    try:
-        mine = search(only, catalog=catalog, settings=settings).plan
-    except InfeasiblePlan as exc:
-        return WhyNot(gpu=gpu, infeasible=exc)
-    try:
-        winner = search(request.model_copy(update={"top_k": 0}), catalog=catalog, settings=settings).plan
-    except InfeasiblePlan as exc:
-        return WhyNot(gpu=gpu, mine=mine, infeasible=exc)
-    return WhyNot(gpu=gpu, mine=mine, winner=winner)
-
-
-def why_not(
-    request: PlanRequest, gpu_id: str, *, catalog: Catalog | None = None, settings: ModelingSettings = DEFAULT_SETTINGS
-) -> str:
-    """``why_not_answer`` in one English sentence."""
-    return why_not_answer(request, gpu_id, catalog=catalog, settings=settings).text()
 
 
 def job_candidates(
