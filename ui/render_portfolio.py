@@ -8,7 +8,14 @@ from pathlib import Path
 
 from rich.table import Table
 
-from planner.api.portfolio import JobFigures, PortfolioBands, job_figures, portfolio_bands
+from planner.api.portfolio import (
+    HorizonHolding,
+    JobFigures,
+    PortfolioBands,
+    horizon_holding,
+    job_figures,
+    portfolio_bands,
+)
 from planner.catalog.held_price import HeldPrice, rates_line
 from planner.catalog.prices import PriceBasis
 from planner.fmt import counted, money, money_band, number_band
@@ -122,6 +129,8 @@ PORTFOLIO_KEYS = (
     "owned_rate",
     "job_dirs",
     "reserved", "reserved_cost_usd", "billed_usd", "run_losses",
+    "horizon_days", "holding_to_horizon_usd", "holding_to_horizon_band_usd", "owned_busy_fraction",
+    "owned_busy_fraction_band", "billed_to_horizon_usd",
 )  # fmt: skip
 
 
@@ -178,10 +187,11 @@ def portfolio(
         for a, f in zip(solution.assignments, figures, strict=True)
     ]
     bands = portfolio_bands(solution, figures)  # every job at its band's ends
+    held = horizon_holding(solution, figures, bands)  # the owned GPUs to the horizon (trial s51 M1)
     for message in solution.warnings:  # on stderr, as plan's
         warn(message)
     if as_json:
-        data = portfolio_json(solution, rows, bands, owned_basis, emitted)
+        data = portfolio_json(solution, rows, (bands, held), owned_basis, emitted)
         emit_json(data if calibration is None else {**data, "calibration": calibration_json(calibration)})
         return
     calibration_line(calibration)
@@ -191,6 +201,8 @@ def portfolio(
     for line in jobs_figures_lines({a.job: a.plan.run_losses for a in solution.assignments}):
         out.print(line, markup=False)
     out.print(totals_words(solution, figures, bands))
+    if held is not None:
+        out.print(horizon_words(held, solution.makespan_s), markup=False)
     for line in under_totals_lines(solution, owned_basis, prices):
         out.print(line, markup=False)
     for line in accuracy_lines(figures):
@@ -201,10 +213,15 @@ def portfolio(
 
 
 def portfolio_json(
-    solution, rows: list[dict], bands: PortfolioBands, owned_basis: OwnedBasis | None, emitted: dict[str, Path] | None
+    solution,
+    rows: list[dict],
+    totals: tuple[PortfolioBands, HorizonHolding | None],
+    owned_basis: OwnedBasis | None,
+    emitted: dict[str, Path] | None,
 ) -> dict:
-    """portfolio --json of a found portfolio (``rows``: each job's ``job_row``; ``bands``: the
-    totals' at every job's band ends), less the calibration."""
+    """portfolio --json of a found portfolio (``rows``: each job's ``job_row``; ``totals``: the
+    totals' bands at every job's band ends, and the owned GPUs held to the horizon), less the calibration."""
+    bands, held = totals
     return {
         "feasible": True,
         **no_infeasibility(),
@@ -228,9 +245,39 @@ def portfolio_json(
         "reserved": [reserved_json(r) for r in solution.reserved],
         "reserved_cost_usd": sum(r.cost_usd for r in solution.reserved),
         "billed_usd": solution.billed_usd,
+        **horizon_json(solution.horizon_days, held),
         "run_losses": jobs_run_losses_json({a.job: a.plan.run_losses for a in solution.assignments}),
         "job_dirs": None if emitted is None else {job: str(j.parent) for job, j in emitted.items()},
     }
+
+
+def horizon_json(horizon_days: float | None, held: HorizonHolding | None) -> dict:
+    """The owned GPUs held to the horizon (trial s51 M1), null without a horizon or a GPU held: what
+    holding them idle from the last job's end to the horizon costs at their held rate, their busy
+    share of the horizon, and the bill to it (``billed_usd`` plus that holding)."""
+    return {
+        "horizon_days": horizon_days,
+        "holding_to_horizon_usd": None if held is None else held.holding_usd,
+        "holding_to_horizon_band_usd": None if held is None else held.holding_band_usd,
+        "owned_busy_fraction": None if held is None else held.owned_busy_fraction,
+        "owned_busy_fraction_band": None if held is None else held.owned_busy_fraction_band,
+        "billed_to_horizon_usd": None if held is None else held.billed_usd,
+    }
+
+
+def horizon_words(held: HorizonHolding, makespan_s: float) -> str:
+    """'to the horizon (horizon_days 365): the owned GPUs held idle from day 262.0 cost $0.40M
+    ($0.38M-$0.51M) more at their held rate, busy 71% (54%-73%) of their GPU-hours; billed to day 365
+    $1.57M' (trial s51 M1: the year's bill and the inventory's use were fleet's alone)."""
+    busy = held.owned_busy_fraction
+    band = held.owned_busy_fraction_band
+    share = "" if busy is None else f", busy {busy:.0%}" + ("" if band is None else f" ({band[0]:.0%}-{band[1]:.0%})")
+    return (
+        f"to the horizon (horizon_days {held.horizon_days:,.0f}): the owned GPUs held idle from"
+        f" {day_words(makespan_s / SECONDS_PER_DAY, makespan_s)} cost"
+        f" {money_band(held.holding_usd, held.holding_band_usd)} more at their held rate{share} of their"
+        f" GPU-hours; billed to day {held.horizon_days:,.0f} {money(held.billed_usd)}"
+    )
 
 
 def totals_words(solution, figures: list[JobFigures], bands: PortfolioBands) -> str:

@@ -276,6 +276,7 @@ class PortfolioPlan:
     # what the portfolio pays (PortfolioSolution.billed_usd): the jobs, the held GPUs' idle hours
     # and the reserved terms' unused ones
     billed_usd: float = 0.0
+    horizon_days: float | None = None  # the jobs file's horizon_days (None: none given)
 
     @property
     def held_types(self) -> tuple[str, ...]:
@@ -373,6 +374,7 @@ def plan_portfolio(
         held_usd_per_gpu_hour=solution.held_usd_per_gpu_hour,
         reserved=solution.reserved,
         billed_usd=solution.billed_usd,
+        horizon_days=horizon_days,
         # the reserved terms are billed (``reserved``), no longer warned of (session 44)
         warnings=tuple(
             f"{a.job}: {note}"

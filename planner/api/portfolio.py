@@ -19,11 +19,19 @@ from planner.accuracy import Risk
 from planner.api.explore import PortfolioJob, PortfolioPlan
 from planner.plan_accuracy import Standing, summed_band
 from planner.search.late_band import LateAtBandEnd, late_at_band_end
-from planner.search.ownership import idle_usd
+from planner.search.ownership import busy_share, idle_usd
 from planner.search.slots import list_schedule
 from planner.units import HOURS_PER_DAY, SECONDS_PER_DAY
 
-__all__ = ["JobFigures", "PortfolioBands", "job_figures", "late_at_band_ends", "portfolio_bands"]
+__all__ = [
+    "HorizonHolding",
+    "JobFigures",
+    "PortfolioBands",
+    "horizon_holding",
+    "job_figures",
+    "late_at_band_ends",
+    "portfolio_bands",
+]
 
 
 @dataclass(frozen=True)
@@ -139,3 +147,52 @@ def late_at_band_ends(portfolio: PortfolioPlan, deadline_days: Mapping[str, floa
         if (found := late_at_band_end(job.job, job.start_s, slow, deadline_days.get(job.job))) is not None:
             late.append(found)
     return late
+
+
+@dataclass(frozen=True)
+class HorizonHolding:
+    """The owned inventory held to the horizon (trial s51 M1: "all done by day 262" and its idle cost
+    stopped there, and a budget holder's year has 103 days more): the owned GPUs idle from the
+    makespan M to the horizon H at their held rate F_g (``idle_usd``, the rule of the idle cost before
+    M: a held GPU-hour costs F_g busy or idle, a busy one v_g more, as fleet counts an owned GPU), and
+    the owned GPU-hours' busy share of the horizon (``busy_share``, fleet's rule). Bands: every job at
+    its band's ends (``PortfolioBands``), None where a job has none."""
+
+    horizon_days: float
+    holding_usd: float  # 24 sum_g F_g inv_g (H - M): after the last job ends, to the horizon
+    holding_band_usd: tuple[float, float] | None  # at the makespan band's late end, then its early end
+    owned_busy_fraction: float | None  # the owned types' jobs' GPU-days over inv_g x H (None: none owned)
+    owned_busy_fraction_band: tuple[float, float] | None
+    billed_usd: float  # what the portfolio pays (PortfolioPlan.billed_usd) plus ``holding_usd``: to H
+
+
+def horizon_holding(
+    portfolio: PortfolioPlan, figures: Sequence[JobFigures], bands: PortfolioBands
+) -> HorizonHolding | None:
+    """``portfolio``'s owned GPUs held to its horizon (None: no horizon, or no GPU held);
+    ``figures``: the jobs' ``job_figures`` in the assignments' order, ``bands``: ``portfolio_bands``."""
+    horizon = portfolio.horizon_days
+    if horizon is None or not portfolio.holds_gpus:
+        return None
+    rates, inventory = dict(portfolio.held_usd_per_gpu_hour), dict(portfolio.inventory)
+
+    def holding(makespan_days: float) -> float:
+        return idle_usd(rates, inventory, (), max(horizon - makespan_days, 0.0))
+
+    def busy(days: Sequence[float]) -> float | None:
+        owned = [(a, d) for a, d in zip(portfolio.assignments, days, strict=True) if a.gpu_id in rates]
+        return busy_share(sum(a.num_gpus * d for a, d in owned), sum(inventory[g] for g in rates), horizon)
+
+    usd = holding(portfolio.makespan_s / SECONDS_PER_DAY)
+    span = bands.makespan_days
+    ends = [f.days_band for f in figures]
+    known = [b for b in ends if b is not None]
+    low, high = (busy([b[end] for b in known]) if len(known) == len(ends) else None for end in (0, 1))
+    return HorizonHolding(
+        horizon_days=horizon,
+        holding_usd=usd,
+        holding_band_usd=None if span is None else (holding(span[1]), holding(span[0])),
+        owned_busy_fraction=busy([f.days for f in figures]),
+        owned_busy_fraction_band=None if low is None or high is None else (low, high),
+        billed_usd=portfolio.billed_usd + usd,
+    )

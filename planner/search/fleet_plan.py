@@ -13,7 +13,7 @@ from planner.catalog.held_price import HeldPrice
 from planner.plan_accuracy import summed_band
 from planner.search.ilp import ScoredTable
 from planner.search.late_band import LateAtBandEnd
-from planner.search.ownership import GpuBreakEven
+from planner.search.ownership import GpuBreakEven, busy_share
 from planner.search.reserved import OwnedVsReserved, ReservedPrices
 from planner.search.slots import list_schedule
 from planner.units import SECONDS_PER_DAY
@@ -140,11 +140,8 @@ class FleetPlan:
         over the GPUs held x the days (None: none held; trial s36: a fleet 81 % busy said only the
         rate at the file's 70 %)."""
         held = sum((self.owned_pool() if holding is Holding.OWNED else self.reserved).values())
-        if not held or days <= 0:
-            return None
         jobs = [a for a in self.assignments if a.holding is holding]
-        busy = sum(a.num_gpus * (a.end_s - a.start_s) for a in jobs) / SECONDS_PER_DAY
-        return busy / (held * days)
+        return busy_share(sum(a.num_gpus * (a.end_s - a.start_s) for a in jobs) / SECONDS_PER_DAY, held, days)
 
     def owned_pool(self) -> dict[str, int]:
         """The GPUs owned jobs run on: those already owned (I_g) and those bought (b_g)."""

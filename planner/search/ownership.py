@@ -204,6 +204,14 @@ def idle_usd(
     return idle_of(held, used)
 
 
+def busy_share(busy_gpu_days: float, held_gpus: int, days: float) -> float | None:
+    """Held GPUs' busy share of ``days``: their jobs' GPU-days over the GPUs held x the days (None: none
+    held), the one rule of the fleet's "busy 71 % of the 365 days" and the portfolio's over its horizon."""
+    if not held_gpus or days <= 0:
+        return None
+    return busy_gpu_days / (held_gpus * days)
+
+
 def idle_of(held: float, used: float) -> float:
     """The held cost no job used: held >= used, and a difference of two sums that is rounding
     alone (below a millionth of the held cost) is none (trial s26b: "$0.00" of idle cost)."""
