@@ -295,12 +295,14 @@ def fleet(
         no_answer(exc, requests, as_json=as_json, calibration=chosen, answer_keys=render_fleet.FLEET_KEYS)
         return
     risks = {name: request.risk.value for name, request in requests.items()}
+    given = {g for g, usd in spec.purchase_usd.items() if usd is not None}  # else the catalog's estimate
+    basis = OwnedBasis({g: (usd, g in given) for g, usd in prices.items()}, spec.ownership.tco())
     render_fleet.fleet(
         replace(solution, request_warnings=said),
         as_json=as_json,
         utilisation=spec.ownership.utilisation,
         risks=risks,
-        tco=spec.ownership.tco(),
+        owned_basis=basis,
         calibration=chosen,
         losses={name: request.run_losses for name, request in requests.items()},
     )

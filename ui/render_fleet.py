@@ -29,7 +29,7 @@ from ui.render_break_even import (
 )
 from ui.render_calibration import calibration_json, calibration_line
 from ui.render_lines import figures_words, jobs_run_losses_json, release_line
-from ui.render_ownership import ownership_words
+from ui.render_ownership import OwnedBasis, ownership_words
 
 
 def fleet_assignment(
@@ -57,8 +57,12 @@ def fleet_assignment(
         "risk": risk,
         "days": days,
         "days_band": a.banded(days),
+        # rent on rented GPUs, busy power on owned ones (their held cost is the option's), 0 on reserved
+        # ones; portfolio's is GPU-hours at the full owned rate: the two keys below say which (s51 M3)
         "cost_usd": float(a.cost_usd),
         "cost_usd_band": a.banded(float(a.cost_usd)),
+        "busy_power_usd": float(a.cost_usd) if a.holding is Holding.OWNED else None,
+        "rent_usd": float(a.cost_usd) if a.holding is Holding.RENTED else None,
         "run_losses": losses.model_dump(mode="json"),  # as portfolio's and plan's (null: the default)
         # where its rent (reserved rate) comes from, as plan's price_basis (null: on owned GPUs)
         "price_basis": None if a.holding is Holding.OWNED else basis_value(price),
@@ -88,16 +92,17 @@ def fleet(
     as_json: bool,
     utilisation: float | None = None,
     risks: dict[str, str] | None = None,
-    tco=None,
+    owned_basis: OwnedBasis | None = None,
     calibration=None,
     losses: dict[str, RunLossInputs] | None = None,
 ) -> None:
     """``risks``: job -> the risk quantile its durations are at (fleet times jobs as plan judges them);
-    ``tco``: the ownership assumptions the totals rest on, said under the table; ``calibration``: the
+    ``owned_basis``: the types to buy's prices and the ownership assumptions the totals rest on, said
+    under the table and typed in --json (``owned_rate``, as portfolio's); ``calibration``: the
     file the jobs were planned with (said first, and in --json). Under a reserved price kind the
     option that buys nothing reserves ("reserve only") and the terms are billed, not warned of;
     ``losses``: job -> the jobs file's run-loss figures (said on each job's line, and in --json)."""
-    data = fleet_json(solution, utilisation, risks or {}, losses)
+    data = fleet_json(solution, utilisation, risks or {}, losses, owned_basis)
     if as_json:
         emit_json(data if calibration is None else {**data, "calibration": calibration_json(calibration)})
         return
@@ -120,8 +125,8 @@ def fleet(
         out.print(held_only_words(data["held_only"]), markup=False)
     if data["owned"]:
         out.print(owned_words(data["owned"], data["mixed"]["owned_cost_usd"], solution.horizon_days), markup=False)
-    if tco is not None:
-        out.print(ownership_words(tco, solution.horizon_days), markup=False)
+    if owned_basis is not None:
+        out.print(ownership_words(owned_basis.tco, solution.horizon_days), markup=False)
     out.print(slot_words(solution))
     if solution.prices:
         out.print(rates_words(solution), markup=False)
@@ -202,6 +207,7 @@ FLEET_KEYS = (
     "warnings",
     "purchase",
     "run_losses",
+    "owned_rate",
 )
 
 
@@ -319,7 +325,11 @@ def plan_json(p, solution, risks: dict[str, str], losses: dict[str, RunLossInput
 
 
 def fleet_json(
-    solution, utilisation: float | None, risks: dict[str, str], losses: dict[str, RunLossInputs] | None = None
+    solution,
+    utilisation: float | None,
+    risks: dict[str, str],
+    losses: dict[str, RunLossInputs] | None = None,
+    owned_basis: OwnedBasis | None = None,
 ) -> dict:
     return {
         "feasible": True,
@@ -340,6 +350,8 @@ def fleet_json(
         "warnings": list(solution.warning_words),  # FleetSolution.warning_words
         "purchase": purchase_json(solution),
         "run_losses": jobs_run_losses_json(losses or {}),  # each job's, as portfolio's (trial s48)
+        # the types to buy's prices and the ownership settings, portfolio's typed object (trial s51 M3)
+        "owned_rate": None if owned_basis is None else owned_basis.json(dict(solution.held_usd_per_gpu_hour)),
     }
 
 

@@ -12,7 +12,7 @@ from planner.api.judged import failed_jobs, jobs_judged_at_risk
 from planner.api.reserved import held_only_types, reserved_prices, scored_as_held
 from planner.catalog.hardware import Catalog, load_catalog
 from planner.catalog.held_price import HeldPrice
-from planner.catalog.prices import PriceBasis
+from planner.catalog.prices import PriceBasis, offers_range
 from planner.errors import InfeasiblePlan
 from planner.model.energy import gpu_wall_power_w
 from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
@@ -21,7 +21,7 @@ from planner.request import PlanRequest
 from planner.search.fleet import FleetSolution, Holding, size_fleet
 from planner.search.held_warnings import ManyJobAnswer
 from planner.search.late_band import late_at_band_end
-from planner.search.ownership import OwnedGpus, TcoAssumptions, economics_for
+from planner.search.ownership import OwnedGpus, TcoAssumptions, economics_for, owned_rate
 from planner.units import SECONDS_PER_DAY
 
 __all__ = ["plan_fleet"]
@@ -80,7 +80,10 @@ def plan_fleet(
         )
     except InfeasiblePlan as answer:  # the risk clause as plan's and portfolio's (trial s48 L3)
         raise fleet_answer(answer, requests) from None
-    solution = replace(solution, release_days={n: d for n, d in release.items() if d})
+    held_rate = {
+        g: owned_rate(e, tco).held_usd_per_gpu_hour for g, e in economics.items()
+    }  # F_g per hour, as portfolio's
+    solution = replace(solution, release_days={n: d for n, d in release.items() if d}, held_usd_per_gpu_hour=held_rate)
     return with_prices(solution, requests, catalog, rent_usd_per_gpu_hour or {})
 
 
@@ -137,4 +140,13 @@ def with_prices(
         )
         for a in solution.mixed.assignments
     )
-    return replace(solution, prices=prices, price_warnings=warnings, late_at_band_end=tuple(w for w in late if w))
+    # the range of each rent buying is weighed against: its kind's offers (trial s51 M4: one median, unsaid)
+    kind = next(iter(requests.values())).price_kind if requests else None
+    spans = {b.gpu_id: offers_range(catalog.gpu(b.gpu_id), kind) for b in solution.break_even}
+    return replace(
+        solution,
+        prices=prices,
+        price_warnings=warnings,
+        late_at_band_end=tuple(w for w in late if w),
+        rent_offers={g: span for g, span in spans.items() if span is not None},
+    )

@@ -240,6 +240,27 @@ def offers_span(offers: Sequence[PriceOffer]) -> OffersSpan | None:
     return OffersSpan(len(offers), first, last, offers[0].provider if len(offers) == 1 else None)
 
 
+@dataclass(frozen=True)
+class OffersRange:
+    """The range of a GPU's listed offers of one price kind (trial s51 M4: fleet's rent-vs-buy answer
+    rested on one median, $5.07 for H100 between offers of $3.49 and $12.29, unsaid)."""
+
+    kind: str
+    count: int
+    low_usd_per_gpu_hour: float
+    high_usd_per_gpu_hour: float
+
+
+def offers_range(gpu: GPUSpec, kind: str | None) -> OffersRange | None:
+    """``gpu``'s listed offers of ``kind`` (None: on-demand), whatever its price's basis (a user's quote
+    is weighed against them too); None where the catalog lists none."""
+    offers = offers_of(gpu, kind or "on-demand")
+    if not offers:
+        return None
+    rates = [o.usd_per_gpu_hour for o in offers]
+    return OffersRange(kind or "on-demand", len(offers), min(rates), max(rates))
+
+
 def offers_words(offers: Sequence[PriceOffer]) -> str:
     """'TensorWave, 2026-05-18' (one offer), or '6 of them, 2026-07-02 to 2026-11-09'."""
     span = offers_span(offers)

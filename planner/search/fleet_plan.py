@@ -13,15 +13,17 @@ from planner.catalog.held_price import HeldPrice
 from planner.plan_accuracy import summed_band
 from planner.search.ilp import ScoredTable
 from planner.search.late_band import LateAtBandEnd
-from planner.search.ownership import GpuBreakEven, busy_share
+from planner.search.ownership import GpuBreakEven, busy_share, per_busy_hour
 from planner.search.reserved import OwnedVsReserved, ReservedPrices
 from planner.search.slots import list_schedule
-from planner.units import SECONDS_PER_DAY
+from planner.units import HOURS_PER_DAY, SECONDS_PER_DAY
 
 if TYPE_CHECKING:  # its records name a job's Holding, defined here
+    from planner.catalog.prices import OffersRange
     from planner.search.held_warnings import HeldPriceWarning
 
 __all__ = [
+    "BreakEvenRent",
     "FleetAssignment",
     "FleetOption",
     "FleetPlan",
@@ -150,6 +152,26 @@ class FleetPlan:
     def owned_busy_fraction(self, horizon_days: float) -> float | None:
         return self.busy_fraction(Holding.OWNED, horizon_days)
 
+    def type_busy_fraction(self, gpu: str, days: float) -> float | None:
+        """One type's owned GPUs (owned and bought, ``owned_pool``) busy share of ``days`` (None: none held)."""
+        jobs = [a for a in self.assignments if a.holding is Holding.OWNED and a.gpu_id == gpu]
+        busy = sum(a.num_gpus * (a.end_s - a.start_s) for a in jobs) / SECONDS_PER_DAY
+        return busy_share(busy, self.owned_pool().get(gpu, 0), days)
+
+
+@dataclass(frozen=True)
+class BreakEvenRent:
+    """The rent per GPU-hour below which renting a type beats buying it for these jobs (trial s51 M4:
+    the answer rested on one median rent, and said only a break-even utilisation): one GPU bought costs
+    F_g + u H v_g over the horizon, renting its u H busy hours u H r, equal at r* = F_g / (u H) + v_g
+    (``per_busy_hour``, the one rule of an owned GPU's price per busy hour), u the busy share of the
+    type's owned GPUs in ``option``'s schedule: the chosen (mixed) one where it buys the type, else buy only."""
+
+    gpu_id: str
+    option: FleetOption
+    busy_fraction: float
+    usd_per_gpu_hour: float
+
 
 @dataclass(frozen=True)
 class PurchaseSaving:
@@ -204,6 +226,28 @@ class FleetSolution:
     # what the request itself warns of, beside the solve's (the jobs file's: settings it reads and
     # ignores, deadlines past the horizon); fleet51 M2: they were on stderr only, not in --json
     request_warnings: tuple[str, ...] = ()
+    # each type to buy's owned rate per hour held, busy or idle (F_g per hour: ``owned_rate``, the
+    # portfolio's), and the range of its rent's price kind's listed offers (trial s51 M3, M4)
+    held_usd_per_gpu_hour: Mapping[str, float] = field(default_factory=dict)
+    rent_offers: Mapping[str, OffersRange] = field(default_factory=dict)
+
+    def break_even_rents(self) -> tuple[BreakEvenRent, ...]:
+        """Each type to buy's ``BreakEvenRent`` at the busy hours of the first of mixed and buy only
+        that buys it; a type neither buys has none."""
+        hours = self.horizon_days * HOURS_PER_DAY
+        out = []
+        for b in self.break_even:
+            for option, plan in ((FleetOption.MIXED, self.mixed), (FleetOption.BUY_ONLY, self.buy_only)):
+                u = (
+                    None
+                    if plan is None or not plan.purchased.get(b.gpu_id)
+                    else plan.type_busy_fraction(b.gpu_id, self.horizon_days)
+                )
+                if u:
+                    rent = per_busy_hour(b.owned_fixed_usd, b.owned_usd_per_busy_hour, hours, u)
+                    out.append(BreakEvenRent(b.gpu_id, option, u, rent))
+                    break
+        return tuple(out)
 
     @property
     def warning_words(self) -> tuple[str, ...]:
