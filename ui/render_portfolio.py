@@ -4,8 +4,10 @@ and the envelope word (planner/api/portfolio.py ``job_figures``; trial s19, find
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
+from rich.measure import Measurement
 from rich.table import Table
 
 from planner.api.portfolio import (
@@ -43,7 +45,12 @@ OWNED_BASIS, RENT_BASIS, RESERVED_BASIS = "owned-GPU rate", "rent", "reserved"
 def day_words(days: float, makespan_s: float, band: tuple[float, float] | None = None) -> str:
     """'day 12.3', with its band where given ('day 8.7 (6.6-9.1)'); in hundredths where everything
     ends within a day (trial s27: a 45-minute job ran from "day 0.0" to "day 0.0")."""
-    return f"day {number_band(days, band, 2 if makespan_s < SECONDS_PER_DAY else 1)}"
+    return f"day {number_band(days, band, day_digits(makespan_s))}"
+
+
+def day_digits(makespan_s: float) -> int:
+    """The decimals of a day in a portfolio whose last job ends at ``makespan_s`` (``day_words``)."""
+    return 2 if makespan_s < SECONDS_PER_DAY else 1
 
 
 def risk_words(figures: list[JobFigures]) -> str:
@@ -195,7 +202,10 @@ def portfolio(
         emit_json(data if calibration is None else {**data, "calibration": calibration_json(calibration)})
         return
     calibration_line(calibration)
-    out.print(portfolio_table(solution, rows, figures))
+    table, notes = portfolio_table(solution, rows, figures)
+    out.print(table)
+    for note in notes:
+        out.print(note, markup=False)
     if (released := release_line(release)) is not None:
         out.print(released, markup=False)
     for line in jobs_figures_lines({a.job: a.plan.run_losses for a in solution.assignments}):
@@ -345,9 +355,27 @@ def accuracy_lines(figures: list[JobFigures]) -> list[str]:
     ]
 
 
-def portfolio_table(solution, rows: list[dict], figures: list[JobFigures]) -> Table:
+def portfolio_table(solution, rows: list[dict], figures: list[JobFigures]) -> tuple[Table, list[str]]:
     """One row per job: where, when, its days and cost at its risk quantile, with bands (trial s35:
-    "cost" beside "days p80" read as the model's figure that `plan` leads with)."""
+    "cost" beside "days p80" read as the model's figure that `plan` leads with), and the lines under
+    it: none where it fits the terminal, else (trial s51 M6: 127 columns at 80, headers broken
+    mid-word) the narrow table, each job's GPUs under its name and its start and end in one cell,
+    with its layout, basis and envelope in a line per job under it."""
+    wide = whole_words(_table(solution, rows, figures, narrow=False))
+    unbounded = out.options.update_width(sys.maxsize)  # Measurement.get clamps to the width it is given
+    if Measurement.get(out, unbounded, wide).minimum <= out.width:
+        return wide, []
+    notes = [
+        f"{r['job']}: {r['layout']}; {r['cost_basis']}; {envelope_word(f)}" for r, f in zip(rows, figures, strict=True)
+    ]
+    narrow = whole_words(_table(solution, rows, figures, narrow=True))
+    for column in narrow.columns[2:]:  # the figures at their longest word, the header's too: rich's collapse
+        # shrinks the widest columns alike, and regrowing each to its least left the table past 80 columns
+        column.width = max(column.min_width or 0, *(len(word) for word in str(column.header).split()))
+    return narrow, ["each job's layout; cost basis; envelope:", *notes]
+
+
+def _table(solution, rows: list[dict], figures: list[JobFigures], narrow: bool) -> Table:
     risks = risk_words(figures)
     rented = "the reserved rate of reserved ones" if solution.reserved else "rent of rented ones"
     table = Table(
@@ -355,22 +383,21 @@ def portfolio_table(solution, rows: list[dict], figures: list[JobFigures]) -> Ta
         f" cost at the {OWNED_BASIS} of owned types, at {rented}; 80 % bands)",
         title_justify="left",
     )
-    names = (
-        "job",
-        "GPU",
-        "n",
-        "layout",
-        "start",
-        "end",
-        f"days {risks}",
-        f"cost {risks}",
-        "cost / GPU-h",
-        "basis",
-        "envelope",
-    )
-    add_columns(table, names)
+    where = ("job / GPUs", "days") if narrow else ("job", "GPU", "n", "layout", "start", "end")
+    figures_names = (f"days {risks}", f"cost {risks}", "cost / GPU-h")
+    add_columns(table, (*where, *figures_names, *(() if narrow else ("basis", "envelope"))))
     top = max((max(f.owned_cost_band or (f.owned_cost_usd,)) for f in figures), default=0.0)  # one unit down "cost"
+    digits = day_digits(solution.makespan_s)
     for r, f in zip(rows, figures, strict=True):
+        cells = (
+            number_band(f.days, f.days_band, 1 if f.days >= 0.1 else 3),  # a half-hour job is not "0.0 days"
+            money_band(f.owned_cost_usd, f.owned_cost_band, column_max=top),
+            "-" if r["cost_per_gpu_hour_usd"] is None else f"{r['cost_per_gpu_hour_usd']:.2f}",
+        )
+        if narrow:
+            span = f"day {r['start_days']:.{digits}f}-{r['end_days']:.{digits}f}"
+            table.add_row(f"{r['job']}\n{r['num_gpus']} x {r['gpu']}", span, *cells)
+            continue
         table.add_row(
             r["job"],
             r["gpu"],
@@ -378,10 +405,8 @@ def portfolio_table(solution, rows: list[dict], figures: list[JobFigures]) -> Ta
             r["layout"],
             day_words(r["start_days"], solution.makespan_s),
             day_words(r["end_days"], solution.makespan_s),
-            number_band(f.days, f.days_band, 1 if f.days >= 0.1 else 3),  # a half-hour job is not "0.0 days"
-            money_band(f.owned_cost_usd, f.owned_cost_band, column_max=top),
-            "-" if r["cost_per_gpu_hour_usd"] is None else f"{r['cost_per_gpu_hour_usd']:.2f}",
+            *cells,
             r["cost_basis"],
             envelope_word(f),
         )
-    return whole_words(table)
+    return table
