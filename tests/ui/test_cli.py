@@ -510,8 +510,12 @@ def test_portfolio_emits_one_job_per_assignment(tmp_path):
     jobs_file = str(REPO / "examples" / "portfolio.toml")
     plain = run("portfolio", jobs_file, "--json").stdout
     data = json.loads(run("portfolio", jobs_file, "--json", "--emit", str(tmp_path / "jobs")).stdout)
-    without = {k: v for k, v in data.items() if k != "job_dirs"}
-    assert without == {k: v for k, v in json.loads(plain).items() if k != "job_dirs"}  # same answer
+    apart = ("job_dirs", "warnings")
+    without = {k: v for k, v in data.items() if k not in apart}
+    assert without == {k: v for k, v in json.loads(plain).items() if k not in apart}  # same answer
+    # ... and the emitted scripts' warning: the jobs' types, none pinned (review51 M1)
+    (pinning,) = [w for w in data["warnings"] if w not in json.loads(plain)["warnings"]]
+    assert "their slurm.sbatch name no GPU type" in pinning
     assert json.loads(plain)["job_dirs"] is None  # the key is there without --emit
     assert set(data["job_dirs"]) == {a["job"] for a in data["assignments"]}
     for a in data["assignments"]:
