@@ -196,6 +196,7 @@ def widget_defaults(cat: Catalog) -> dict[str, object]:
         "run_steps": 20,
         "job_name": "job-1",
         "horizon_days": 0.0,
+        "job_start_after": 0.0,  # a job's start_after_days: from the start
         "num_slots": 1,
         "portfolio_answer": "on_inventory",  # the portfolio's jobs on the inventory, or rent vs buy (fleet)
         "fleet_horizon_days": 365.0,  # a year, as examples/fleet.toml (fleet needs a horizon)

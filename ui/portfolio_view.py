@@ -87,9 +87,10 @@ def job_controls(tr: Labels, jobs: dict[str, str], inputs: Inputs) -> None:
     if NEXT_JOB_NAME in st.session_state:
         st.session_state["job_name"] = st.session_state.pop(NEXT_JOB_NAME)
     name = left.text_input(tr("job_name"), key="job_name", max_chars=40)
-    release = start.number_input(
-        tr("job_start_after"), 0.0, float(MAX_DAYS), step=1.0, key="job_start_after", help=tr("job_start_after_help")
-    )
+    release = number_box(
+        start, tr, "job_start_after", min_value=0.0, max_value=MAX_DAYS, step=1.0, key="job_start_after",
+        help=tr("job_start_after_help"),
+    )  # fmt: skip
     if mid.button(tr("add_job"), key="add_job", use_container_width=True):
         keep_release(releases, name.strip(), release)
         add_job(tr, jobs, name.strip(), inputs.key)
