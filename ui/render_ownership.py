@@ -38,8 +38,16 @@ def ownership_words(tco, horizon_days: float) -> str:
         f"a total counts each bought GPU's purchase {depreciation_words(tco)} for the {horizon_days:,.0f}"
         f" days{capital}, plus hosting,"
         f" staff and power: not the outlay ('bought for'), which a shorter life or no resale would charge"
-        f" more of{replaced}"
+        f" more of{replaced}. {FLEET_ASSUMES}"
     )
+
+
+# What fleet assumes and never said outside docs/ilp.md (trial s51 L3: "B200 lead times of months
+# matter when buying in December for jobs on day 0").
+FLEET_ASSUMES = (
+    "It assumes GPUs bought run from day 0 (no lead time), rented or reserved capacity is there whenever a"
+    " job starts, and a job runs wholly on owned, reserved or rented GPUs (docs/ilp.md)"
+)
 
 
 @dataclass(frozen=True)

@@ -300,3 +300,13 @@ def test_an_owned_types_wall_power_is_read_not_warned_of_as_ignored(tmp_path):
     )
     (said,) = [w for w in fleet_ignored(spec, {"h100-sxm": 25000.0}) if "wall_power_w" in w]
     assert said == "fleet buys none of b200 and ignores its [ownership].wall_power_w"
+
+
+def test_fleet_says_what_it_assumes_beyond_its_figures(capsys):
+    """Trial s51 L3: no lead time, capacity always there and a job on one kind of GPU were said only
+    in docs/ilp.md."""
+    from ui.cli import main
+
+    assert main(["fleet", str(Path(__file__).resolve().parents[2] / "examples" / "fleet.toml")]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "no lead time" in out and "capacity is there whenever a job starts" in out
