@@ -14,8 +14,9 @@ import pandas as pd
 import streamlit as st
 
 from planner.api import PlanRequest
+from planner.catalog.prices import OffersRange
 from planner.limits import MAX_DAYS, MAX_SLOTS
-from planner.search.fleet_plan import FleetOption, FleetPlan, FleetSolution, Holding
+from planner.search.fleet_plan import BreakEvenRent, FleetOption, FleetPlan, FleetSolution, Holding
 from planner.search.ownership import TcoAssumptions
 from planner.units import DAYS_PER_YEAR, SECONDS_PER_DAY
 from ui import app_core, figures
@@ -273,8 +274,18 @@ def fleet_jobs_frame(tr: Labels, plan: FleetPlan) -> pd.DataFrame:
 
 
 def show_break_even(tr: Labels, solution: FleetSolution) -> None:
-    """Where buying each type pays off against its rent, or (under a reserved kind) against reserving."""
-    lines = [break_even_text(tr, b) for b in solution.break_even]
+    """Where buying each type pays off against its rent, with the rent below which renting beats
+    buying and the rent's listed offers (trial s51 M4, as the CLI's), or (under a reserved kind)
+    against reserving."""
+    rents = {r.gpu_id: r for r in solution.break_even_rents()}
+    lines = [
+        tr.sentences(
+            break_even_text(tr, b),
+            break_even_rent_text(tr, solution, rents.get(b.gpu_id)),
+            offers_text(tr, solution.rent_offers.get(b.gpu_id)),
+        )
+        for b in solution.break_even
+    ]
     lines += [vs_reserved_text(tr, c.gpu_id, c.buying_cheaper_below) for c in solution.owned_vs_reserved]
     if not lines:
         return
@@ -288,6 +299,25 @@ def break_even_text(tr: Labels, b) -> str:
     if b.pays_off:
         return tr("fleet_break_even", gpu=b.gpu_id, share=b.break_even_utilisation, rent=b.rent_usd_per_gpu_hour)
     return tr("fleet_never_pays", gpu=b.gpu_id, rent=b.rent_usd_per_gpu_hour)
+
+
+def break_even_rent_text(tr: Labels, solution: FleetSolution, rent: BreakEvenRent | None) -> str:
+    """'Renting beats buying below $1.96 per GPU-hour, at the mixed option's 71% busy.'
+    (``BreakEvenRent``: r* at the busy share of the option that buys the type), or that no option buys it."""
+    if rent is None:
+        return tr("fleet_no_option_buys")
+    option = tr(option_key(solution, rent.option))
+    return tr("fleet_break_even_rent", rent=rent.usd_per_gpu_hour, option=option, busy=rent.busy_fraction)
+
+
+def offers_text(tr: Labels, span: OffersRange | None) -> str:
+    """'The catalog's 6 on-demand offers run $3.49–$12.29.' (``OffersRange``; empty: none listed)."""
+    if span is None:
+        return ""
+    values = dict(kind=tr.kind(span.kind), low=span.low_usd_per_gpu_hour)
+    if span.count == 1:
+        return tr("fleet_offer_one", **values)
+    return tr("fleet_offers", **values, count=span.count, high=span.high_usd_per_gpu_hour)
 
 
 def vs_reserved_text(tr: Labels, gpu: str, below: float) -> str:

@@ -188,6 +188,18 @@ FLEET_LABELS: dict[str, tuple[str, str]] = {
         "{gpu}: buying never pays off at ${rent:,.2f} rent per GPU-hour, even 100 % busy.",
         "{gpu}：租价为每 GPU 小时 ${rent:,.2f} 时，即使 100% 运行，购买也不划算。",
     ),
+    # the rent below which renting beats buying (FleetSolution.break_even_rents) and the rent's
+    # listed offers (OffersRange): trial s51 M4, the answer rested on one median rent
+    "fleet_break_even_rent": (
+        "Renting beats buying below ${rent:,.2f} per GPU-hour, at the {option} option's {busy:.0%} busy.",
+        "租价低于每 GPU 小时 ${rent:,.2f} 时租用比购买划算（按{option}方案 {busy:.0%} 的运行时间）。",
+    ),
+    "fleet_no_option_buys": ("No option buys it.", "没有方案购买该型号。"),
+    "fleet_offers": (
+        "The catalog's {count:,} {kind} offers run ${low:,.2f}–${high:,.2f}.",
+        "目录中 {count:,} 个{kind}报价为 ${low:,.2f}–${high:,.2f}。",
+    ),
+    "fleet_offer_one": ("The catalog's one {kind} offer: ${low:,.2f}.", "目录中唯一的{kind}报价：${low:,.2f}。"),
     "fleet_vs_reserved_below": (
         "{gpu}: buying is cheaper below {share:.0%} busy (its power is extra), reserving above.",
         "{gpu}：运行时间低于 {share:.0%} 时购买更便宜（电费另计），高于则预留更便宜。",

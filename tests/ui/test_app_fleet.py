@@ -77,9 +77,8 @@ def test_the_fleet_view_shows_the_apis_answer_in_the_pages_language(tr):
               power=money(mixed.running_cost_usd), rent=money(mixed.rent_cost_usd),
               total=money(mixed.total_cost_usd)) in texts  # fmt: skip
     (b,) = solution.break_even
-    assert tr("fleet_break_even", gpu="h100-sxm", share=b.break_even_utilisation, rent=5.07) in [
-        t.removeprefix("- ") for t in texts
-    ]
+    (line,) = [t.removeprefix("- ") for t in texts if t.startswith("- h100-sxm")]
+    assert line.startswith(tr("fleet_break_even", gpu="h100-sxm", share=b.break_even_utilisation, rent=5.07))
     basis = tr("fleet_rate", gpu="h100-sxm", rate=5.07, basis=tr("price_basis_catalog"))
     assert tr("fleet_rates", what=tr("fleet_rate_rent"), rates=basis) in texts
     (a,) = mixed.assignments
@@ -249,3 +248,71 @@ def test_the_fleet_ask_carries_the_jobs_release_days_to_the_answer():
     assert outcome.solution is not None and dict(outcome.solution.release_days) == {"chat": 30.0}
     (job,) = [a for a in outcome.solution.mixed.assignments if a.job == "chat"]
     assert job.start_s >= 30.0 * SECONDS_PER_DAY
+
+
+@pytest.mark.parametrize("tr", [EN, ZH])
+def test_the_break_even_line_gives_the_rent_below_which_renting_wins_and_the_offers(tr):
+    """fleetmore51 (trial s51 M4) on the page: beside where buying pays off, the break-even rent r* =
+    F_g / (u H) + v_g at the mixed option's busy share (``FleetSolution.break_even_rents``) and the
+    catalog's on-demand offers (``rent_offers``), the CLI's figures, in the page's language."""
+    solution = api_fleet()
+    (b,) = solution.break_even
+    (rent,) = solution.break_even_rents()
+    hours = HORIZON_DAYS * 24
+    assert rent.usd_per_gpu_hour == pytest.approx(
+        b.owned_fixed_usd / (rent.busy_fraction * hours) + b.owned_usd_per_busy_hour
+    )  # by hand, and below the rent: the mixed answer buys
+    assert rent.usd_per_gpu_hour < b.rent_usd_per_gpu_hour
+    offers = solution.rent_offers["h100-sxm"]
+    assert offers.count > 1 and offers.low_usd_per_gpu_hour < offers.high_usd_per_gpu_hour
+    at = fleet_page(tr)
+    (line,) = [t.removeprefix("- ") for t in page_texts(at) if t.startswith("- h100-sxm")]
+    said = tr("fleet_break_even_rent", rent=rent.usd_per_gpu_hour, option=tr("fleet_option_mixed"),
+              busy=rent.busy_fraction)  # fmt: skip
+    span = tr("fleet_offers", count=offers.count, kind=tr.kind("on-demand"), low=offers.low_usd_per_gpu_hour,
+              high=offers.high_usd_per_gpu_hour)  # fmt: skip
+    assert said in line and span in line, line
+    assert f"${rent.usd_per_gpu_hour:,.2f}" in said and f"{rent.busy_fraction:.0%}" in said
+    if tr is ZH:
+        assert not english_sentences(line), line
+
+
+def test_the_break_even_rent_is_the_clis_for_the_same_job(tmp_path):
+    """``trainplan fleet FILE --json`` for the page's job: the break-even rent, its busy share and
+    option, and the offers the page says (``api_fleet``'s, above)."""
+    from support.cli import call
+
+    jobs = tmp_path / "fleet.toml"
+    jobs.write_text(
+        f'horizon_days = {HORIZON_DAYS}\nbuy = ["h100-sxm"]\n[[jobs]]\nname = "chat"\nmodel = "llama3-8b"\n'
+        "tokens = 2e12\nseq_len = 2048\ndeadline_days = 120\n"
+    )
+    code, out, err = call("fleet", str(jobs), "--json")
+    assert code == 0, err
+    (cli,) = json.loads(out)["break_even"]
+    solution = api_fleet()
+    (rent,) = solution.break_even_rents()
+    offers = solution.rent_offers["h100-sxm"]
+    assert cli["break_even_rent_usd_per_gpu_hour"] == pytest.approx(rent.usd_per_gpu_hour)
+    assert cli["break_even_rent_busy_fraction"] == pytest.approx(rent.busy_fraction)
+    assert cli["break_even_rent_option"] == rent.option.json_key == "mixed"
+    assert (cli["rent_offers"]["count"], cli["rent_offers"]["low_usd_per_gpu_hour"]) == (
+        offers.count,
+        offers.low_usd_per_gpu_hour,
+    )
+
+
+@pytest.mark.parametrize("tr", [EN, ZH])
+def test_a_type_no_option_buys_and_one_listed_offer_are_said(tr):
+    """``break_even_rents`` gives no rent for a type neither mixed nor buy only buys; a catalog of
+    one offer has no range (the CLI's "no option buys it" and "the catalog's one ... offer")."""
+    from planner.catalog.prices import OffersRange
+    from ui.fleet_view import break_even_rent_text, offers_text
+
+    solution = api_fleet()
+    assert break_even_rent_text(tr, solution, None) == tr("fleet_no_option_buys")
+    one = offers_text(tr, OffersRange("spot", 1, 2.5, 2.5))
+    assert one == tr("fleet_offer_one", kind=tr.kind("spot"), low=2.5) and "$2.50" in one
+    assert offers_text(tr, None) == ""
+    if tr is ZH:
+        assert not english_sentences(one) and not english_sentences(tr("fleet_no_option_buys"))
