@@ -26,6 +26,7 @@ from ui.app_core import Infeasible
 
 if TYPE_CHECKING:  # the portfolio's modules load when a portfolio is solved
     from planner.api.explore import PortfolioPlan
+    from planner.api.portfolio import HorizonHolding
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,9 @@ class PortfolioOutcome:
     price_warnings: tuple[HeldPriceWarning, ...] = ()
     # the jobs past their deadlines at their bands' slow ends (trial s51 M5), worded by the view
     late: tuple[LateAtBandEnd, ...] = ()
+    # with a horizon and GPUs held: what holding them idle from the last job's end to the horizon
+    # costs, their busy share of it, and the bill to it (trial s51 M1, the CLI's), worded by the view
+    horizon: HorizonHolding | None = None
 
 
 def solve_jobs(
@@ -115,7 +119,7 @@ def portfolio_outcome(solution: PortfolioPlan, requests: dict[str, PlanRequest],
     """A solved portfolio as the app's table and totals, with its prices' warnings (``requests``:
     its jobs'; ``catalog``: the one it was planned on)."""
     from planner.api.held_prices import portfolio_held_prices
-    from planner.api.portfolio import job_figures, late_at_band_ends, portfolio_bands
+    from planner.api.portfolio import horizon_holding, job_figures, late_at_band_ends, portfolio_bands
     from ui.render_portfolio import cost_per_gpu_hour
 
     nan = (math.nan, math.nan)
@@ -145,7 +149,8 @@ def portfolio_outcome(solution: PortfolioPlan, requests: dict[str, PlanRequest],
             for a in solution.assignments
         ]
     )
-    bands = portfolio_bands(solution, [figures[a.job] for a in solution.assignments])
+    ordered = [figures[a.job] for a in solution.assignments]
+    bands = portfolio_bands(solution, ordered)
     return PortfolioOutcome(
         frame=frame,
         total_cost_usd=solution.total_cost_usd,
@@ -161,4 +166,5 @@ def portfolio_outcome(solution: PortfolioPlan, requests: dict[str, PlanRequest],
         billed_usd=solution.billed_usd,
         price_warnings=portfolio_held_prices(solution, requests, catalog)[1],
         late=tuple(late_at_band_ends(solution, {name: r.deadline_days for name, r in requests.items()})),
+        horizon=horizon_holding(solution, ordered, bands),
     )

@@ -143,4 +143,19 @@ PAGE_LABELS: dict[str, tuple[str, str]] = {
     "outcome_diverged": ("diverged", "发散"),
     "outcome_failed": ("failed: its workers wrote no report", "失败：工作进程未写出报告"),
     "outcome_peer_lost": ("failed: a peer was lost", "失败：丢失了一个对等进程"),
+    # portfolio with a horizon: the owned GPUs held to it (trial s51 M1, the CLI's horizon line)
+    "holding_to_horizon": ("Owned GPUs held idle to day {day:,.0f}", "自有 GPU 闲置持有至第 {day:,.0f} 天"),
+    "holding_to_horizon_help": (
+        "What the owned GPUs cost at their held rate from the last job's end to the horizon, idle: a held"
+        " GPU-hour costs its owned rate, busy or not.",
+        "自有 GPU 从最后一个作业结束到时间范围终点闲置期间按持有成本计的费用：持有的每个 GPU 小时无论忙闲都按自有成本计费。",
+    ),
+    "owned_busy_to_horizon": ("Owned GPUs busy, to day {day:,.0f}", "自有 GPU 至第 {day:,.0f} 天的运行时间占比"),
+    "busy_share_value": ("{share:.0%}", "{share:.0%}"),
+    "billed_to_horizon": ("Billed to day {day:,.0f}", "截至第 {day:,.0f} 天的总费用"),
+    "billed_to_horizon_help": (
+        "The jobs, the owned GPUs' idle hours before the last job ends and held to the horizon after it,"
+        " and any reserved terms' unused hours.",
+        "包括各作业、最后一个作业结束前自有 GPU 的闲置时间、其后持有至时间范围终点的时间，以及预留期限中未使用的时间。",
+    ),
 }

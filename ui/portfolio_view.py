@@ -7,6 +7,8 @@ Jobs are added from the sidebar, and updated or removed one at a time.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pandas as pd
 import streamlit as st
 
@@ -27,6 +29,9 @@ from ui.number_box import number_box
 from ui.plan_card import jobs_run_losses_texts
 from ui.sidebar import Inputs
 from ui.single import show_infeasible
+
+if TYPE_CHECKING:  # the portfolio's modules load when a portfolio is solved (ui/app_portfolio.py)
+    from planner.api.portfolio import HorizonHolding
 
 # The portfolio table's number formats: "days" and the band columns are each job's figures
 # (planner/api/portfolio.py job_figures), where app_portfolio.solve_jobs gives them.
@@ -231,6 +236,8 @@ def show_portfolio_outcome(tr: Labels, outcome: PortfolioOutcome, inputs: Inputs
         delta_color="off",
         delta_arrow="off",
     )
+    if outcome.horizon is not None:  # trial s51 M1: the owned GPUs held to the horizon, as the CLI says
+        show_horizon(tr, outcome.horizon)
     for r in outcome.reserved:  # session 44: the terms' bill, which the choices were made on
         values = dict(gpus=r.num_gpus, gpu=r.gpu_id, terms=r.terms, years=r.term_years, rate=r.usd_per_gpu_hour)
         cost, used = app_core.money(r.cost_usd), app_core.money(r.used_usd)
@@ -254,6 +261,23 @@ def show_portfolio_outcome(tr: Labels, outcome: PortfolioOutcome, inputs: Inputs
     frame = with_owned_words(with_standing_words(with_training_words(outcome.frame, tr), tr), tr)
     show_job_tables(tr, frame, risk)
     st.plotly_chart(figures.portfolio_figure(frame, tr), key="chart_portfolio")
+
+
+def show_horizon(tr: Labels, held: HorizonHolding) -> None:
+    """Under the idle cost: what holding the owned GPUs idle from the last job's end to the horizon
+    costs at their held rate, their busy share of the horizon's GPU-hours, and the bill to the
+    horizon (``HorizonHolding``; each with its 80 % band, every job at its band's ends)."""
+    holding, busy, billed = st.columns(3)
+    day = dict(day=held.horizon_days)
+    cost = money_and_band(tr, "card_band", held.holding_usd, held.holding_band_usd)
+    holding.metric(tr("holding_to_horizon", **day), *cost, delta_color="off", delta_arrow="off",
+                   help=tr("holding_to_horizon_help"))  # fmt: skip
+    if held.owned_busy_fraction is not None:
+        share = band_text(tr, held.owned_busy_fraction_band, lambda f: tr("busy_share_value", share=f))
+        busy.metric(tr("owned_busy_to_horizon", **day), tr("busy_share_value", share=held.owned_busy_fraction),
+                    share, delta_color="off", delta_arrow="off")  # fmt: skip
+    bill = money_and_band(tr, "card_band", held.billed_usd, None)[0]
+    billed.metric(tr("billed_to_horizon", **day), bill, help=tr("billed_to_horizon_help"))
 
 
 # The jobs' figures as two tables, each with its band beside it: as one table of 15 columns they
