@@ -31,6 +31,7 @@ from ui.cli_options import (
 )
 from ui.cluster_flags import PortfolioCluster, with_portfolio_cluster_flags
 from ui.inputs import check_range
+from ui.jobs_overrides import FLEET_OVERRIDES, PORTFOLIO_OVERRIDES, Overrides, apply_overrides, with_override_flags
 from ui.portfolio_file import JobsFile, job_keys_help
 from ui.render_lines import jobs_figures_lines, jobs_run_losses_json
 from ui.render_ownership import OwnedBasis
@@ -51,17 +52,27 @@ def calibrated_catalog(applied) -> Catalog:
 
 
 def no_answer(
-    exc: InfeasiblePlan, requests: dict[str, PlanRequest], *, as_json: bool, calibration, answer_keys: tuple[str, ...]
+    exc: InfeasiblePlan,
+    requests: dict[str, PlanRequest],
+    *,
+    as_json: bool,
+    calibration,
+    answer_keys: tuple[str, ...],
+    overrides: Overrides,
 ) -> None:
     """portfolio's or fleet's infeasible answer with the jobs file's run-loss figures its days rest on,
-    in words where it set any and in --json's "run_losses" (trial s48: plan's answer carried them, these not)."""
+    in words where it set any and in --json's "run_losses" (trial s48: plan's answer carried them, these not),
+    and the keys the command line set (``overrides``), first as in a found answer."""
     losses = {name: request.run_losses for name, request in requests.items()}
-    known = {"run_losses": jobs_run_losses_json(losses)}
+    known = {"run_losses": jobs_run_losses_json(losses), "overrides": overrides.json()}
+    if not as_json and (line := overrides.line()) is not None:
+        render.out.print(line, markup=False)
     render.infeasible(exc, as_json=as_json, calibration=calibration, answer_keys=answer_keys, known=known)
     for line in () if as_json else jobs_figures_lines(losses):
         render.out.print(line, markup=False)
 
 
+@with_override_flags(PORTFOLIO_OVERRIDES)
 @with_portfolio_cluster_flags
 def portfolio(
     jobs_file: Path = typer.Argument(
@@ -77,6 +88,7 @@ def portfolio(
     no_calibration: bool = NO_CALIBRATION,
     as_json: bool = JSON,
     cluster: PortfolioCluster | None = None,  # --emit's cluster flags, per GPU type where given so
+    overrides: dict | None = None,  # the jobs file keys given as flags (ui/jobs_overrides.py)
 ) -> None:
     """Size several jobs at once on one shared GPU inventory."""
     from planner.api.explore import held_purchase_prices, plan_portfolio
@@ -85,7 +97,7 @@ def portfolio(
     from ui.portfolio_file import file_requests, past_horizon, release_days
 
     k8s = k8s_names(k8s_image, k8s_pvc)  # review s27: only emit took them
-    spec = portfolio_spec(jobs_file, emit_dir, k8s, cluster)
+    spec, overridden = apply_overrides(portfolio_spec(jobs_file, emit_dir, k8s, cluster), overrides or {}, jobs_file)
     chosen, applied = choose_and_apply(calibration, no_calibration)
     catalog = calibrated_catalog(applied)
     rented, dropped = portfolio_rented(spec, jobs_file)
@@ -111,7 +123,8 @@ def portfolio(
     except InfeasiblePlan as exc:
         for line in (*dropped, *past_horizon(spec)):
             render.warn(line)
-        no_answer(exc, requests, as_json=as_json, calibration=chosen, answer_keys=render_portfolio.PORTFOLIO_KEYS)
+        keys = render_portfolio.PORTFOLIO_KEYS
+        no_answer(exc, requests, as_json=as_json, calibration=chosen, answer_keys=keys, overrides=overridden)
         return
     emitted = None if emit_dir is None else emitted_jobs(solution, emit_dir, k8s, cluster)
     rents, price_notes = portfolio_held_prices(solution, requests, catalog)
@@ -122,7 +135,15 @@ def portfolio(
     solution = replace(solution, warnings=(*dropped, *past_horizon(spec), *solution.warnings, *words, *pinned))
     prices = held_purchase_prices(catalog, solution.held_types, given)  # those the owned rates are at
     basis = OwnedBasis(prices, spec.ownership.tco()) if prices else None
-    render.portfolio(solution, as_json=as_json, emitted=emitted, owned_basis=basis, calibration=chosen, prices=rents)
+    render.portfolio(
+        solution,
+        as_json=as_json,
+        emitted=emitted,
+        owned_basis=basis,
+        calibration=chosen,
+        prices=rents,
+        overrides=overridden,
+    )
 
 
 def portfolio_spec(jobs_file: Path, emit_dir: Path | None, k8s: K8sNames, cluster: PortfolioCluster | None) -> JobsFile:
@@ -249,6 +270,7 @@ def fleet_ignored(spec: JobsFile, prices: dict[str, float]) -> list[str]:
     return warnings
 
 
+@with_override_flags(FLEET_OVERRIDES)
 def fleet(
     jobs_file: Path = typer.Argument(
         ...,
@@ -262,13 +284,14 @@ def fleet(
     calibration: Path | None = typer.Option(None, help=CALIBRATION_HELP),
     no_calibration: bool = NO_CALIBRATION,
     as_json: bool = JSON,
+    overrides: dict | None = None,  # the jobs file keys given as flags (ui/jobs_overrides.py)
 ) -> None:
     """Rent (or reserve) vs buy: how many GPUs of each type to own for a set of jobs over a horizon."""
     from planner.api.fleet import plan_fleet
     from ui.fleet_inputs import fleet_options
     from ui.portfolio_file import file_requests, past_horizon, read_jobs_file, release_days
 
-    spec = read_jobs_file(jobs_file)
+    spec, overridden = apply_overrides(read_jobs_file(jobs_file), overrides or {}, jobs_file)
     chosen, applied = choose_and_apply(calibration, no_calibration)
     catalog = calibrated_catalog(applied)
     prices = fleet_prices(spec, catalog, jobs_file)
@@ -292,7 +315,14 @@ def fleet(
     except InfeasiblePlan as exc:
         for line in said:
             render.warn(line)
-        no_answer(exc, requests, as_json=as_json, calibration=chosen, answer_keys=render_fleet.FLEET_KEYS)
+        no_answer(
+            exc,
+            requests,
+            as_json=as_json,
+            calibration=chosen,
+            answer_keys=render_fleet.FLEET_KEYS,
+            overrides=overridden,
+        )
         return
     risks = {name: request.risk.value for name, request in requests.items()}
     given = {g for g, usd in spec.purchase_usd.items() if usd is not None}  # else the catalog's estimate
@@ -305,4 +335,5 @@ def fleet(
         owned_basis=basis,
         calibration=chosen,
         losses={name: request.run_losses for name, request in requests.items()},
+        overrides=overridden,
     )

@@ -1,4 +1,6 @@
-"""The jobs file read by ``trainplan portfolio`` and ``trainplan fleet`` (TOML or JSON).
+"""The jobs file read by ``trainplan portfolio`` and ``trainplan fleet`` (TOML or JSON). risk,
+horizon_days, num_slots, price_kind and three [ownership] keys also come as flags for one run
+(ui/jobs_overrides.py).
 
 horizon_days = 90            # optional: jobs may be sequenced inside it
 num_slots = 6

@@ -474,16 +474,16 @@ def portfolio(
     owned_basis=None,
     calibration=None,
     prices: dict | None = None,
+    overrides=None,
 ) -> None:
     """``emitted``: job name -> the job.json written for it (``trainplan portfolio --emit``);
     ``owned_basis``: what the owned-GPU rate rests on (ui.render_ownership.OwnedBasis);
     ``calibration``: the file the jobs were planned with (ui.calibration.CalibrationChoice);
-    ``prices``: each rented or reserved type's ``HeldPrice``."""
+    ``prices``: each rented or reserved type's ``HeldPrice``; ``overrides``: ui.jobs_overrides.Overrides."""
     from ui.render_portfolio import portfolio as render_portfolio  # it imports this module's ``out``
 
-    render_portfolio(
-        solution, as_json=as_json, emitted=emitted, owned_basis=owned_basis, calibration=calibration, prices=prices
-    )
+    given = {"emitted": emitted, "owned_basis": owned_basis, "calibration": calibration, "prices": prices}
+    render_portfolio(solution, as_json=as_json, **given, overrides=overrides)
 
 
 def progress_line(done: int, total: int, label: str) -> None:

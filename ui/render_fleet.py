@@ -3,6 +3,8 @@ are at, and where buying pays off (split from ui/render.py, as render_portfolio 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.table import Table
 
 from planner.catalog.held_price import HeldPrice, rates_line
@@ -30,6 +32,9 @@ from ui.render_break_even import (
 from ui.render_calibration import calibration_json, calibration_line
 from ui.render_lines import figures_words, jobs_run_losses_json, release_line
 from ui.render_ownership import OwnedBasis, ownership_words
+
+if TYPE_CHECKING:
+    from ui.jobs_overrides import Overrides
 
 
 def fleet_assignment(
@@ -95,14 +100,17 @@ def fleet(
     owned_basis: OwnedBasis | None = None,
     calibration=None,
     losses: dict[str, RunLossInputs] | None = None,
+    overrides: Overrides | None = None,
 ) -> None:
     """``risks``: job -> the risk quantile its durations are at (fleet times jobs as plan judges them);
     ``owned_basis``: the types to buy's prices and the ownership assumptions the totals rest on, said
     under the table and typed in --json (``owned_rate``, as portfolio's); ``calibration``: the
     file the jobs were planned with (said first, and in --json). Under a reserved price kind the
     option that buys nothing reserves ("reserve only") and the terms are billed, not warned of;
-    ``losses``: job -> the jobs file's run-loss figures (said on each job's line, and in --json)."""
+    ``losses``: job -> the jobs file's run-loss figures (said on each job's line, and in --json);
+    ``overrides``: the jobs file keys the command line set (said first, and in --json)."""
     data = fleet_json(solution, utilisation, risks or {}, losses, owned_basis)
+    data |= {} if overrides is None else {"overrides": overrides.json()}
     if as_json:
         emit_json(data if calibration is None else {**data, "calibration": calibration_json(calibration)})
         return
@@ -111,6 +119,8 @@ def fleet(
     purchase = solution.purchase()
     if purchase is not None and (notice := small_saving_text(EN, purchase)) is not None:
         warn(notice)
+    if overrides is not None and (line := overrides.line()) is not None:
+        out.print(line, markup=False)
     calibration_line(calibration)
     out.print(whole_words(option_table(solution, data, risks or {})))
     if purchase is not None:  # the outlay where the answer buys, not only in its column (app50)

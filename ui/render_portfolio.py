@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.measure import Measurement
 from rich.table import Table
@@ -35,6 +36,9 @@ from ui.render import (
 from ui.render_calibration import calibration_json, calibration_line
 from ui.render_lines import jobs_figures_lines, jobs_run_losses_json, release_line
 from ui.render_ownership import OwnedBasis
+
+if TYPE_CHECKING:
+    from ui.jobs_overrides import Overrides
 
 # What the cost column is: the portfolio prices its owned inventory at ownership and its rented
 # types (the jobs file's ``rented``) at rent, or under a reserved price kind at the reserved rate,
@@ -181,11 +185,13 @@ def portfolio(
     owned_basis: OwnedBasis | None = None,
     calibration=None,
     prices: dict[str, HeldPrice] | None = None,
+    overrides: Overrides | None = None,
 ) -> None:
     """``emitted``: job name -> the job.json written for it (``trainplan portfolio --emit``);
     ``owned_basis``: said under the totals (and in --json, typed too) where GPUs are held;
     ``calibration``: the file the jobs were planned with (said first, and in --json); ``prices``: each
-    rented or reserved type's price and its basis, said under the totals."""
+    rented or reserved type's price and its basis, said under the totals; ``overrides``: the jobs
+    file keys the command line set (said first, and in --json)."""
     figures = [job_figures(a) for a in solution.assignments]
     reserved = tuple(r.gpu_id for r in solution.reserved)
     release = dict(solution.release_days)
@@ -199,8 +205,11 @@ def portfolio(
         warn(message)
     if as_json:
         data = portfolio_json(solution, rows, (bands, held), owned_basis, emitted)
+        data |= {} if overrides is None else {"overrides": overrides.json()}
         emit_json(data if calibration is None else {**data, "calibration": calibration_json(calibration)})
         return
+    if overrides is not None and (line := overrides.line()) is not None:
+        out.print(line, markup=False)
     calibration_line(calibration)
     table, notes = portfolio_table(solution, rows, figures)
     out.print(table)

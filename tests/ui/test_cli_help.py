@@ -172,7 +172,7 @@ def help_at(columns: int, *args: str) -> str:
         return help_text(*args)
 
 
-@pytest.mark.parametrize("name", ["plan", "estimate", "portfolio"])
+@pytest.mark.parametrize("name", ["plan", "estimate", "portfolio", "fleet"])
 def test_option_names_are_whole_at_80_columns(name):
     """Buyer trial s50 L1: at 80 columns rich cut plan's names ('--partition-activati…', 9 of them),
     so they could not be copied; every name, a flag's negative form too, is whole now, and no word
