@@ -241,6 +241,14 @@ def fleet_prices(spec: JobsFile, catalog: Catalog, jobs_file: Path) -> dict[str,
     return prices
 
 
+def raised_slots(spec: JobsFile) -> tuple[str, ...]:
+    """fleet runs at least 2 start slots (trial s27: 1 slot bought and rented where 12 did not);
+    a file's or --num-slots' 1 is raised, said (overrides51: the JSON's num_slots alone showed it)."""
+    if spec.num_slots is None or spec.num_slots >= 2:
+        return ()
+    return (f"num_slots {spec.num_slots} raised to 2: fleet needs at least two start slots",)
+
+
 def fleet_ignored(spec: JobsFile, prices: dict[str, float]) -> list[str]:
     """The warnings of what fleet reads in the file and weighs otherwise or ignores (``prices``: the
     types to buy): a rented type to buy, wall power of a type it neither buys nor owns, rent of a type
@@ -302,7 +310,7 @@ def fleet(
     # and those already owned ([inventory], trial s51 H1), which any job may run on
     requests = file_requests(spec, {g: None for g in [*prices, *spec.rented, *spec.inventory]}, jobs_file)
     # trial s28c: portfolio said past-horizon deadlines, fleet did not; fleet51 M2: in --json too
-    said = (*past_horizon(spec), *fleet_ignored(spec, prices))
+    said = (*past_horizon(spec), *fleet_ignored(spec, prices), *raised_slots(spec))
     try:
         with render.working(f"sizing the fleet for {len(requests)} jobs", quiet=as_json):
             options = {**fleet_options(spec, catalog), "calibration": None if applied is None else applied.record}

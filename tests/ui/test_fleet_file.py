@@ -310,3 +310,17 @@ def test_fleet_says_what_it_assumes_beyond_its_figures(capsys):
     assert main(["fleet", str(Path(__file__).resolve().parents[2] / "examples" / "fleet.toml")]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "no lead time" in out and "capacity is there whenever a job starts" in out
+
+
+def test_fleet_says_when_it_raises_one_slot_to_two(capsys):
+    """overrides51: fleet --num-slots 1 (or num_slots = 1) ran at 2 slots, said only by --json's num_slots."""
+    import json
+
+    from ui.cli import main
+
+    fleet = str(Path(__file__).resolve().parents[2] / "examples" / "fleet.toml")
+    assert main(["fleet", fleet, "--num-slots", "1", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert (
+        data["num_slots"] == 2 and "num_slots 1 raised to 2: fleet needs at least two start slots" in data["warnings"]
+    )
