@@ -196,8 +196,9 @@ FLEET_LABELS: dict[str, tuple[str, str]] = {
     ),
     "fleet_no_option_buys": ("No option buys it.", "没有方案购买该型号。"),
     "fleet_offers": (
-        "The catalog's {count:,} {kind} offers run ${low:,.2f}–${high:,.2f}.",
-        "目录中 {count:,} 个{kind}报价为 ${low:,.2f}–${high:,.2f}。",
+        # "\\$": the second "$" follows "–", which Streamlit reads as the close of a LaTeX span
+        "The catalog's {count:,} {kind} offers run \\${low:,.2f}–\\${high:,.2f}.",
+        "目录中 {count:,} 个{kind}报价为 \\${low:,.2f}–\\${high:,.2f}。",
     ),
     "fleet_offer_one": ("The catalog's one {kind} offer: ${low:,.2f}.", "目录中唯一的{kind}报价：${low:,.2f}。"),
     "fleet_vs_reserved_below": (

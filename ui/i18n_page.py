@@ -151,7 +151,6 @@ PAGE_LABELS: dict[str, tuple[str, str]] = {
         "自有 GPU 从最后一个作业结束到时间范围终点闲置期间按持有成本计的费用：持有的每个 GPU 小时无论忙闲都按自有成本计费。",
     ),
     "owned_busy_to_horizon": ("Owned GPUs busy, to day {day:,.0f}", "自有 GPU 至第 {day:,.0f} 天的运行时间占比"),
-    "busy_share_value": ("{share:.0%}", "{share:.0%}"),
     "billed_to_horizon": ("Billed to day {day:,.0f}", "截至第 {day:,.0f} 天的总费用"),
     "billed_to_horizon_help": (
         "The jobs, the owned GPUs' idle hours before the last job ends and held to the horizon after it,"

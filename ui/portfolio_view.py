@@ -273,8 +273,9 @@ def show_horizon(tr: Labels, held: HorizonHolding) -> None:
     holding.metric(tr("holding_to_horizon", **day), *cost, delta_color="off", delta_arrow="off",
                    help=tr("holding_to_horizon_help"))  # fmt: skip
     if held.owned_busy_fraction is not None:
-        share = band_text(tr, held.owned_busy_fraction_band, lambda f: tr("busy_share_value", share=f))
-        busy.metric(tr("owned_busy_to_horizon", **day), tr("busy_share_value", share=held.owned_busy_fraction),
+        # a share, as the card writes MFU: the same in both languages, so no label
+        share = band_text(tr, held.owned_busy_fraction_band, lambda f: f"{f:.0%}")
+        busy.metric(tr("owned_busy_to_horizon", **day), f"{held.owned_busy_fraction:.0%}",
                     share, delta_color="off", delta_arrow="off")  # fmt: skip
     bill = money_and_band(tr, "card_band", held.billed_usd, None)[0]
     billed.metric(tr("billed_to_horizon", **day), bill, help=tr("billed_to_horizon_help"))
