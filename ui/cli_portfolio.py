@@ -194,13 +194,16 @@ def portfolio_rented(spec: JobsFile, jobs_file: Path) -> tuple[frozenset[str], t
 
 def unpinned_types(solution, cluster: PortfolioCluster | None) -> tuple[str, ...]:
     """The warning of an emitted portfolio whose jobs run on several types with nothing naming a Slurm
-    job's type (fleet51 H3; review51 M1: in --json's warnings too)."""
+    job's type (fleet51 H3; review51 M1: in --json's warnings too), and of per-type values for types no
+    job runs on (``PortfolioCluster.unused_types``)."""
     gpus = sorted({a.plan.gpu for a in solution.assignments})
+    unused = () if cluster is None else cluster.unused_types(gpus)  # review51 L3
     if len(gpus) < 2 or (cluster is not None and cluster.names_types):
-        return ()
+        return unused
     return (
         f"the jobs run on {', '.join(gpus)} and their slurm.sbatch name no GPU type, so Slurm may start one on"
         " another type's nodes: --slurm-gpu-type GPU=TYPE,... (or --slurm-constraint) pins each",
+        *unused,
     )
 
 

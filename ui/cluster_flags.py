@@ -123,6 +123,17 @@ class PortfolioCluster:
         """The ClusterSettings of a job on ``gpu`` (after ``check_types``)."""
         return cluster_settings(**self.shared, **{f: v[gpu] for f, v in self.per_gpu.items() if gpu in v})
 
+    def unused_types(self, gpus: Collection[str]) -> tuple[str, ...]:
+        """A warning per per-type flag naming types no job runs on (review51 L3: their values were
+        dropped unsaid; a cluster-wide list is fine, so said, not refused)."""
+        found = []
+        for field, values in self.per_gpu.items():
+            if extra := sorted(set(values) - set(gpus)):
+                found.append(
+                    f"{CLUSTER_FLAGS[field].flag}: no job runs on {', '.join(extra)}, so its value there is not used"
+                )
+        return tuple(found)
+
     @property
     def names_types(self) -> bool:
         """Whether a GRES type or a constraint is given (else slurm.sbatch asks for any GPUs; k8s.yaml

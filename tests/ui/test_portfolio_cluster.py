@@ -28,6 +28,9 @@ def test_one_pinning_value_for_several_types_is_refused_and_one_per_type_is_take
     assert both.for_gpu("a100-80gb-sxm").slurm_time == "48:00:00" and both.names_types
     with pytest.raises(ValueError, match=r"^--slurm-gpu-type: no value for a100-80gb-sxm"):
         portfolio_cluster({"slurm_gpu_type": "h100-sxm=h100"}).check_types(TYPES)
+    wider = portfolio_cluster({"slurm_gpu_type": "h100-sxm=h100,a100-80gb-sxm=a100,b200=b200"})  # review51 L3
+    assert wider.unused_types(TYPES) == ("--slurm-gpu-type: no job runs on b200, so its value there is not used",)
+    assert both.unused_types(TYPES) == ()
 
 
 @pytest.mark.parametrize(
