@@ -14,7 +14,7 @@ from rich.markup import escape
 
 from planner.catalog.hardware import Catalog
 from planner.errors import InfeasiblePlan
-from planner.limits import MAX_PURCHASE_USD
+from planner.limits import MAX_PURCHASE_USD, MIN_FLEET_SLOTS
 from planner.model.stacks import Stack
 from planner.request import PlanRequest
 from ui import render, render_fleet, render_portfolio
@@ -245,11 +245,11 @@ def fleet_prices(spec: JobsFile, catalog: Catalog, jobs_file: Path) -> dict[str,
 
 
 def raised_slots(spec: JobsFile) -> tuple[str, ...]:
-    """fleet runs at least 2 start slots (trial s27: 1 slot bought and rented where 12 did not);
+    """fleet runs at least MIN_FLEET_SLOTS start slots (planner/limits.py);
     a file's or --num-slots' 1 is raised, said (overrides51: the JSON's num_slots alone showed it)."""
-    if spec.num_slots is None or spec.num_slots >= 2:
+    if spec.num_slots is None or spec.num_slots >= MIN_FLEET_SLOTS:
         return ()
-    return (f"num_slots {spec.num_slots} raised to 2: fleet needs at least two start slots",)
+    return (f"num_slots {spec.num_slots} raised to {MIN_FLEET_SLOTS}: fleet needs at least two start slots",)
 
 
 def fleet_ignored(spec: JobsFile, prices: dict[str, float]) -> list[str]:
@@ -321,7 +321,7 @@ def fleet(
             # trial s27: the file's default of 1 slot was raised to 2, whose coarse grid bought and
             # rented where 12 (plan_fleet's) ran the jobs back to back for 26 % less
             if spec.num_slots is not None:
-                options["num_slots"] = max(spec.num_slots, 2)
+                options["num_slots"] = max(spec.num_slots, MIN_FLEET_SLOTS)
             solution = plan_fleet(requests, prices, spec.horizon_days, **options)
     except InfeasiblePlan as exc:
         for line in said:

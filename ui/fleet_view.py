@@ -15,7 +15,7 @@ import streamlit as st
 
 from planner.api import PlanRequest
 from planner.catalog.prices import OffersRange
-from planner.limits import MAX_DAYS, MAX_SLOTS
+from planner.limits import MAX_DAYS, MAX_SLOTS, MIN_FLEET_SLOTS
 from planner.search.fleet_plan import BreakEvenRent, FleetOption, FleetPlan, FleetSolution, Holding
 from planner.search.ownership import TcoAssumptions
 from planner.units import DAYS_PER_YEAR, SECONDS_PER_DAY
@@ -58,7 +58,9 @@ def fleet_ask(tr: Labels, inputs: Inputs) -> FleetAsk | None:
         left, tr, "fleet_horizon_days", min_value=1.0, max_value=float(MAX_DAYS), step=30.0, key="fleet_horizon_days"
     )
     # at least 2, as the CLI takes num_slots (trial s27: 1 slot bought and rented where 12 did not)
-    slots = number_box(right, tr, "fleet_num_slots", min_value=2, max_value=MAX_SLOTS, step=1, key="fleet_num_slots")
+    slots = number_box(
+        right, tr, "fleet_num_slots", min_value=MIN_FLEET_SLOTS, max_value=MAX_SLOTS, step=1, key="fleet_num_slots"
+    )
     if not buy:
         st.info(tr("fleet_pick_buy"))
         return None
