@@ -15,7 +15,6 @@ from dataclasses import dataclass, field, replace
 from planner.accuracy import DEFAULT_RISK, Risk
 from planner.api.batch_offers import LargerBatch, with_batch_fix, with_larger_batch
 from planner.api.budget_fix import with_tokens_fix
-from planner.api.ceiling_estimate import judged_estimate
 from planner.api.judged import RiskSetting, judged_at_risk, judged_cost_usd, judged_hours
 from planner.api.notices import (
     LONG_JOB_WARNING_DAYS,
@@ -42,7 +41,7 @@ from planner.model.candidates import Candidates
 from planner.model.estimate import estimate
 from planner.model.settings import ModelingSettings
 from planner.plan import Plan
-from planner.plan_calibration import PlanCalibration, rate_gpus, rates_measured
+from planner.plan_calibration import PlanCalibration, rate_gpus
 from planner.reports import ReplanRequest
 from planner.request import (
     CountLimits,
@@ -134,29 +133,18 @@ def plan_from_row(
     layout, training = c.layout(row), c.training(row)
     num_gpus = int(c.num_gpus[row])
     num_nodes = int(c.num_nodes[row])
-    est = judged_estimate(
-        request.model,
-        gpu,
-        layout,
-        training,
-        num_gpus=num_gpus,
-        num_nodes=num_nodes,
-        catalog=catalog,
-        settings=settings,
-        training_tokens=request.training_tokens,
-        stack=request.stack,
-        measured_rates=rates_measured(calibration, gpu.id),
-        trainer_rules=request.stack.trainer_rules,
-        named_kernel=request.kernel_choice,
-        tp_overlap_off=request.tp_overlap_off,
+    job = JobChoices.of_request(request, catalog)
+    est = job.judged(
+        gpu, layout, training, num_gpus=num_gpus, num_nodes=num_nodes, catalog=catalog, settings=settings,
+        calibration=calibration,
     ).model_copy(
         update={
             "requested_global_batch_tokens": requested_batch_tokens(request),
             "batch_varied": request.vary_batch,
             "batch_defaulted": request.global_batch_tokens is None,
         }
-    )
-    return wrapped_plan(JobChoices.of_request(request, catalog), gpu, layout, training, est, calibration)
+    )  # fmt: skip
+    return wrapped_plan(job, gpu, layout, training, est, calibration)
 
 
 def calibrated(

@@ -4,7 +4,6 @@ from planner/api/__init__.py, which imports it last (it reads ``calibrated`` fro
 from __future__ import annotations
 
 from planner.api import calibrated
-from planner.api.ceiling_estimate import judged_estimate
 from planner.api.wrap import JobChoices, wrapped_plan
 from planner.catalog.calibration import AppliedCalibration
 from planner.catalog.hardware import Catalog, load_catalog
@@ -13,13 +12,11 @@ from planner.catalog.terms import term_billing
 from planner.layout import Layout, TrainingConfig
 from planner.model.attention_kernels import AttentionKernel
 from planner.model.optimizer_precision import DEFAULT_OPTIMIZER_PRECISION, OptimizerPrecision
-from planner.model.profiles import kernel_choice
 from planner.model.run_loss_inputs import DEFAULT_RUN_LOSSES, RunLossInputs
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.model.stacks import STACK_SETTINGS, Stack
 from planner.plan import Plan
-from planner.plan_calibration import rates_measured
 from planner.request import kernel_problem, priced_catalog, run_settings
 from planner.stack_rules import configuration_problem
 
@@ -78,25 +75,6 @@ def build_plan(
         raise ValueError(kernel)
     catalog = priced_catalog(catalog, price_kind, [spec.id], {} if price is None else {spec.id: price}, settings)
     spec = catalog.gpu(spec.id)
-    est = judged_estimate(
-        model,
-        spec,
-        layout,
-        training,
-        num_gpus=num_gpus,
-        num_nodes=num_nodes,
-        catalog=catalog,
-        settings=settings,
-        training_tokens=training_tokens,
-        stack=stack,
-        measured_rates=rates_measured(record, spec.id),
-        # Another stack's plan is an estimate only: trainplan's trainer limits do not bind it.
-        trainer_rules=Stack(stack).trainer_rules,
-        named_kernel=kernel_choice(Stack(stack), attention),
-        tp_overlap_off=Stack(stack).tp_overlap_off(tp_comm_overlap),
-    )
-    if requested_global_batch_tokens is not None:
-        est = est.model_copy(update={"requested_global_batch_tokens": requested_global_batch_tokens})
     job = JobChoices(
         model=model,
         hf_config_path=hf_config_path,
@@ -111,4 +89,10 @@ def build_plan(
         run_losses=run_losses,
         network=network,
     )
+    est = job.judged(
+        spec, layout, training, num_gpus=num_gpus, num_nodes=num_nodes, catalog=catalog, settings=settings,
+        calibration=record,
+    )  # fmt: skip
+    if requested_global_batch_tokens is not None:
+        est = est.model_copy(update={"requested_global_batch_tokens": requested_global_batch_tokens})
     return wrapped_plan(job, spec, layout.resolve(num_gpus), training, est, record)

@@ -9,17 +9,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from planner.api.ceiling_estimate import judged_estimate
 from planner.catalog.hardware import Catalog, GPUSpec
 from planner.catalog.networks import canonical_network
 from planner.catalog.prices import PriceBasis, PriceOffer, offers_behind
 from planner.layout import Layout, TrainingConfig
 from planner.model.attention_kernels import AttentionKernel
 from planner.model.optimizer_precision import OptimizerPrecision
+from planner.model.profiles import kernel_choice
 from planner.model.run_loss_inputs import RunLossInputs
+from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.model.stacks import Stack
 from planner.plan import Estimate, Plan
-from planner.plan_calibration import PlanCalibration
+from planner.plan_calibration import PlanCalibration, rates_measured
 from planner.request import PlanRequest
 
 
@@ -75,6 +78,40 @@ class JobChoices:
             optimizer_precision=request.optimizer_precision,
             run_losses=request.run_losses,
             network=canonical_network(catalog, request.network),
+        )
+
+    def judged(
+        self,
+        gpu: GPUSpec,
+        layout: Layout,
+        training: TrainingConfig,
+        *,
+        num_gpus: int,
+        num_nodes: int | None,
+        catalog: Catalog,
+        settings: ModelingSettings,
+        calibration: PlanCalibration | None,
+    ) -> Estimate:
+        """``judged_estimate`` of a configuration of this job on ``gpu`` (its priced catalog entry):
+        the rules its stack binds, the kernel and TP overlap it chose, whether ``calibration``
+        measured the GPU's rates, derived here once for a searched row and a given configuration."""
+        stack = Stack(self.stack)
+        return judged_estimate(
+            self.model,
+            gpu,
+            layout,
+            training,
+            num_gpus=num_gpus,
+            num_nodes=num_nodes,
+            catalog=catalog,
+            settings=settings,
+            training_tokens=self.training_tokens,
+            stack=stack,
+            measured_rates=rates_measured(calibration, gpu.id),
+            # Another stack's plan is an estimate only: trainplan's trainer limits do not bind it.
+            trainer_rules=stack.trainer_rules,
+            named_kernel=kernel_choice(stack, self.attention),
+            tp_overlap_off=stack.tp_overlap_off(self.tp_comm_overlap),
         )
 
 
