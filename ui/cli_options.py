@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, TypedDict
@@ -372,3 +374,33 @@ def value_error(what: str, exc: BaseException, error: Mapping[str, Any]) -> str:
     if "expected" in ctx:  # a Literal or an enum: pydantic quotes the choices
         return must_be(what, ctx["expected"], repr(got))
     return f"{what}: {one_line(exc, where=False)}"
+
+
+def flag_group(
+    command: Callable[..., None],
+    options: Mapping[str, Any],
+    annotations: Mapping[str, str],
+    keyword: str,
+    collect: Callable[[dict[str, Any]], Any],
+) -> Callable[..., None]:
+    """``command`` with a table of flags among its options (``options``: parameter name -> typer.Option,
+    ``annotations``: its type as a string), handed to it as one ``keyword``: ``collect`` of the values
+    (name -> value, None where not given). The one mechanism behind emit's and portfolio's cluster
+    flags (ui/cluster_flags.py) and the jobs file's keys as flags (ui/jobs_overrides.py)."""
+    signature = inspect.signature(command)
+    kept = [param for name, param in signature.parameters.items() if name != keyword]
+    flags = [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=annotations[name])
+        for name, option in options.items()
+    ]
+
+    @functools.wraps(command)
+    def with_flags(**given: Any) -> None:
+        values = {name: given.pop(name) for name in options}
+        command(**given, **{keyword: collect(values)})
+
+    # Typer reads the options from the signature and resolves its annotations (strings here)
+    with_flags.__signature__ = signature.replace(parameters=[*kept, *flags])  # type: ignore[attr-defined]
+    kept_hints = {name: hint for name, hint in command.__annotations__.items() if name != keyword}
+    with_flags.__annotations__ = kept_hints | dict(annotations)
+    return with_flags

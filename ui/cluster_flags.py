@@ -5,8 +5,6 @@ portfolio to H100 nodes, unsaid)."""
 
 from __future__ import annotations
 
-import functools
-import inspect
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -18,6 +16,7 @@ from ui.cli_options import (
     SLURM_GPU_TYPE,
     SLURM_PARTITION,
     SLURM_TIME,
+    flag_group,
 )
 
 if TYPE_CHECKING:
@@ -66,24 +65,12 @@ def with_cluster_flags(command: Callable[..., None], parse: Callable[..., Any] |
     ``cluster`` keyword: ``parse`` of them (default ``cluster_settings``: ClusterSettings), or None
     where none was given. A bad value is refused in one line before the command runs."""
     parse = parse or cluster_settings
-    signature = inspect.signature(command)
-    kept = [param for name, param in signature.parameters.items() if name != "cluster"]
-    flags = [
-        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=flag.option, annotation="str | None")
-        for name, flag in CLUSTER_FLAGS.items()
-    ]
+    options = {name: flag.option for name, flag in CLUSTER_FLAGS.items()}
 
-    @functools.wraps(command)
-    def with_flags(**options: Any) -> None:
-        given = {name: options.pop(name) for name in CLUSTER_FLAGS}
-        cluster = parse(**given) if any(value is not None for value in given.values()) else None
-        command(**options, cluster=cluster)
+    def collect(given: dict[str, Any]) -> Any:
+        return parse(**given) if any(value is not None for value in given.values()) else None
 
-    # Typer reads the options from the signature and resolves its annotations (strings here)
-    with_flags.__signature__ = signature.replace(parameters=[*kept, *flags])  # type: ignore[attr-defined]
-    annotations = {name: hint for name, hint in command.__annotations__.items() if name != "cluster"}
-    with_flags.__annotations__ = annotations | dict.fromkeys(CLUSTER_FLAGS, "str | None")
-    return with_flags
+    return flag_group(command, options, dict.fromkeys(CLUSTER_FLAGS, "str | None"), "cluster", collect)
 
 
 # The flags whose value names one GPU type's nodes: portfolio --emit takes them as GPU=VALUE,... one

@@ -9,8 +9,6 @@ was run with.
 
 from __future__ import annotations
 
-import functools
-import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +21,7 @@ from rich.markup import escape
 from planner.accuracy import Risk
 from planner.catalog.prices import PRICE_KINDS
 from planner.fmt import one_line
+from ui.cli_options import flag_group
 from ui.portfolio_file import JobsFile
 
 OVERRIDES_PANEL = "Jobs file keys for this run (each replaces the file's value)"
@@ -114,29 +113,13 @@ class Overrides:
 def with_override_flags(names: tuple[str, ...]) -> Callable[[Callable[..., None]], Callable[..., None]]:
     """The command with the flags of ``names`` (OVERRIDE_FLAGS' keys) among its options, handed to
     it as one ``overrides`` keyword: parameter name -> value, of those given."""
+    options = {name: OVERRIDE_FLAGS[name].option for name in names}
+    hints = {name: _type(name) for name in names}
 
-    def decorate(command: Callable[..., None]) -> Callable[..., None]:
-        signature = inspect.signature(command)
-        kept = [param for name, param in signature.parameters.items() if name != "overrides"]
-        flags = [
-            inspect.Parameter(
-                name, inspect.Parameter.KEYWORD_ONLY, default=OVERRIDE_FLAGS[name].option, annotation=_type(name)
-            )
-            for name in names
-        ]
+    def given(values: dict[str, Any]) -> dict[str, Any]:
+        return {name: value for name, value in values.items() if value is not None}
 
-        @functools.wraps(command)
-        def with_flags(**options: Any) -> None:
-            given = {name: options.pop(name) for name in names}
-            command(**options, overrides={name: value for name, value in given.items() if value is not None})
-
-        # Typer reads the options from the signature and resolves its annotations (strings here)
-        with_flags.__signature__ = signature.replace(parameters=[*kept, *flags])  # type: ignore[attr-defined]
-        annotations = {name: hint for name, hint in command.__annotations__.items() if name != "overrides"}
-        with_flags.__annotations__ = annotations | {name: _type(name) for name in names}
-        return with_flags
-
-    return decorate
+    return lambda command: flag_group(command, options, hints, "overrides", given)
 
 
 def _type(name: str) -> str:
