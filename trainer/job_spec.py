@@ -228,6 +228,11 @@ class JobSpec(BaseModel):
         try:
             return cls.model_validate_json(read_capped(path, MAX_JOB_BYTES))
         except OSError as exc:
+            # calib50 L5: an empty directory read as "job.json: cannot read job file"
+            if isinstance(exc, FileNotFoundError) and Path(job_dir).is_dir():
+                raise ValueError(
+                    f"{job_dir}: not a job directory (no job.json): trainplan emit PLAN --out {job_dir} writes one"
+                ) from None
             raise ValueError(f"{path}: cannot read job file ({exc.strerror})") from None
         except ValidationError as exc:  # name the field (or the JSON error), not only the class
             raise ValueError(f"{path}: not a valid trainplan job ({one_line(exc, keep_prefix=True)})") from None

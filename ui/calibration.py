@@ -186,11 +186,8 @@ def run_calibration(
     use_cuda = device == "cuda" or (device == "auto" and torch.cuda.is_available())
     if use_cuda and not torch.cuda.is_available():
         raise ValueError("--device cuda: no CUDA device is available")
-    if out is None and not use_cuda:  # trial s38: a format check became every later plan's GPU rates
-        raise ValueError(
-            "--out: needed on a CPU (its rates check the file's format only; in the default file they would"
-            " time the GPU at the CPU's speed in every later plan)"
-        )
+    if not use_cuda:  # calib50 L5: both missing options said at once, not one per try
+        _check_cpu_options(gpu, out)
     out = writable_out(out)
     gpu_id, driver = _calibration_target(gpu, use_cuda)
     gpu_id = load_catalog().gpu(gpu_id).id  # an unknown id fails before anything is measured
@@ -211,7 +208,7 @@ def run_calibration(
     machine = machine_info(target, driver)
     merged = _merged_into(existing, out, CalibrationFile(machine, {gpu_id: values}, fits=fits))
     path = _write(out, merged)
-    render_calibration.calibrated(path, gpu_id, values)
+    render_calibration.calibrated(path, gpu_id, values, is_default=path == default_calibration_path())
     if target.type == "cpu":
         render.warn(cpu_rates_warning(path, (gpu_id,)))
     if interrupted:
@@ -291,12 +288,26 @@ def _write(out: Path, calibration) -> Path:
     return path
 
 
+def _check_cpu_options(gpu: str | None, out: Path | None) -> None:
+    """ValueError naming every option a CPU run needs and lacks: --out (trial s38: a format check
+    written to the default file became every later plan's GPU rates) and --gpu (no device to match)."""
+    missing = []
+    if out is None:
+        missing.append(
+            "--out (its rates check the file's format only; in the default file they would time the GPU at the"
+            " CPU's speed in every later plan)"
+        )
+    if gpu is None:
+        missing.append("--gpu (the catalog entry the measurements are written for)")
+    if missing:
+        raise ValueError(f"needed on a CPU: {'; '.join(missing)}")
+
+
 def _calibration_target(gpu: str | None, use_cuda: bool) -> tuple[str, str | None]:
     """The catalog id and driver of the device measured: --gpu, else NVML's match on CUDA (torch's
     device name where NVML sees no GPU: an AMD GPU under ROCm)."""
     if not use_cuda:
-        if gpu is None:
-            raise ValueError("--gpu: needed on CPU (the catalog entry the measurements are written for)")
+        assert gpu is not None, "_check_cpu_options refused a CPU run without --gpu"
         return gpu, None
     from planner.catalog.detect import NoGPUDriver, detect_gpus
     from planner.catalog.hardware import load_catalog
@@ -360,15 +371,18 @@ def calibrate_from_job(job_dir: Path, gpu: str | None, out: Path | None) -> None
     rates_only = CalibrationFile(existing.machine, existing.rates)
     catalog = apply_file(load_catalog(), rates_only, out)
     settings = STACK_SETTINGS[plan.stack].but(loss_chunk_tokens=job.run.loss_chunk_tokens)
-    measured = fit_measured_job(
-        plan,
-        catalog,
-        settings,
-        step_s=step_s,
-        peak_gib=peak_gib,
-        name=job.name,
-        date=datetime.date.today().isoformat(),
-    )
+    try:
+        measured = fit_measured_job(
+            plan,
+            catalog,
+            settings,
+            step_s=step_s,
+            peak_gib=peak_gib,
+            name=job.name,
+            date=datetime.date.today().isoformat(),
+        )
+    except ValueError as exc:  # calib50 L5: the fit's refusal named no job directory
+        raise ValueError(f"--calibrate-from {job_dir}: {exc}") from None
     path = _write(out, dataclasses.replace(existing, jobs={**existing.jobs, plan.gpu: measured}))
     render_calibration.job_calibrated(path, plan.gpu, measured, measured_in, plan.estimate.time.step_s)
 

@@ -105,8 +105,10 @@ def recalibrated_words(file: str, plan_step_s: float, step_s: float) -> str:
     return f"estimated again with calibration {file} (not the plan's own): {step}"
 
 
-def calibrated(path: Path, gpu_id: str, values: dict[str, float]) -> None:
-    out.print(f"measured rates for {gpu_id} written to {path} (use: --calibration {path})")
+def calibrated(path: Path, gpu_id: str, values: dict[str, float], *, is_default: bool) -> None:
+    # calib50 L5: the default file needs no flag; saying "use: --calibration" of it suggested one did
+    use = "the default file: every plan reads it" if is_default else f"use: --calibration {path}"
+    out.print(f"measured rates for {gpu_id} written to {path} ({use})")
     for name, value in values.items():
         out.print(f"  {name} = {value:,.4g}")
 

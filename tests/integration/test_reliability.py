@@ -132,7 +132,7 @@ BAD_EMIT_AND_RUN = {
         ["run", "{d}/no-such-job", "--device", "cpu"],
         "no-such-job does not exist: trainplan emit",
     ),
-    "run: dir without job.json": (["run", "{d}/empty", "--device", "cpu"], "empty/job.json: cannot read job file"),
+    "run: dir without job.json": (["run", "{d}/empty", "--device", "cpu"], "empty: not a job directory (no job.json)"),
     "run: corrupt job.json": (["run", "{d}/corrupt", "--device", "cpu"], "corrupt/job.json: not a valid trainplan job"),
     "run: out-of-range field in job.json": (["run", "{d}/out-of-range", "--device", "cpu"], "run.checkpoint_every"),
     "run: --nproc 0": (["run", "{d}/good", "--device", "cpu", "--nproc", "0"], "--nproc must be >= 1"),

@@ -51,7 +51,9 @@ def test_an_attention_rate_changes_the_stacks_that_run_that_kernel(tmp_path, cap
 def test_calibrate_quick_writes_a_file_that_changes_the_plan(tmp_path, capsys):
     path = tmp_path / "cal.toml"
     assert main(["calibrate", "--device", "cpu", "--gpu", "h100-sxm", "--quick", "--out", str(path)]) == 0
-    assert "3/3" in capsys.readouterr().err  # the progress bar reached the end
+    captured = capsys.readouterr()
+    assert "3/3" in captured.err  # the progress bar reached the end
+    assert f"written to {path} (use: --calibration {path})" in captured.out  # not the default file
     read = read_calibration(path)
     assert read.machine is not None and read.machine["driver"] == "none (cpu)" and set(read.rates) == {"h100-sxm"}
     assert set(read.rates["h100-sxm"]) >= {"gemm_bf16_tflops_achieved", "hbm_copy_tbps_achieved"}
@@ -94,10 +96,15 @@ def test_calibrate_writes_the_default_file_and_merges_into_it(capsys):
     write_calibration(path, CalibrationFile(None, {}, jobs))
     # trial s38: on a CPU the default file is written only when named (a CPU's rates are a format check)
     assert main(["calibrate", "--device", "cpu", "--gpu", "h100-sxm", "--quick"]) == 2
-    assert "--out: needed on a CPU" in capsys.readouterr().err
+    assert "needed on a CPU: --out (" in capsys.readouterr().err
+    # calib50 L5: both options a CPU run lacks are named at once, not one per try
+    assert main(["calibrate", "--device", "cpu", "--quick"]) == 2
+    err = capsys.readouterr().err
+    assert "--out (" in err and "--gpu (" in err and len(err.strip().splitlines()) == 1
     assert main(["calibrate", "--device", "cpu", "--gpu", "h100-sxm", "--quick", "--out", str(path)]) == 0
     captured = capsys.readouterr()
-    assert f"written to {path}" in captured.out
+    # calib50 L5: the default file needs no flag, so none is suggested
+    assert f"written to {path} (the default file: every plan reads it)" in captured.out
     assert "measured job correction of h100-sxm was dropped" in captured.err  # fitted against the old rates
     read = read_calibration(path)
     assert set(read.rates) == {"h100-sxm"} and read.jobs == {"a100-80gb-sxm": job}

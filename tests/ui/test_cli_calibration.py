@@ -226,6 +226,9 @@ def test_calibrate_from_refuses_jobs_that_measured_nothing_on_this_gpu(tmp_path,
     emit_job(plan, unrun, name="unrun", run=RunSettings())
     gpu_job = _job_dir(tmp_path)
     elsewhere = _job_dir(tmp_path, gpu="a10")  # review s27: an H100 plan measured on an A10
+    (tmp_path / "fast").mkdir()
+    (tmp_path / "empty").mkdir()
+    too_fast = _job_dir(tmp_path / "fast", step_factor=0.01)
     cases = [
         (["--calibrate-from", str(elsewhere)], "the job ran on a10 (report.json), not the plan's GPU"),
         (["--calibrate-from", str(cpu_job)], "measurements from a CPU run say nothing about a GPU"),
@@ -233,6 +236,9 @@ def test_calibrate_from_refuses_jobs_that_measured_nothing_on_this_gpu(tmp_path,
         (["--calibrate-from", str(gpu_job), "--gpu", "h200-sxm"], "the job ran on h100-sxm, not --gpu h200-sxm"),
         (["--calibrate-from", str(gpu_job), "--quick"], "--quick, --device and --collectives measure here"),
         (["--calibrate-from", str(tmp_path / "nothing")], "cannot read job file"),
+        # calib50 L5: an empty directory, and the fit's refusal that named no directory
+        (["--calibrate-from", str(tmp_path / "empty")], "empty: not a job directory (no job.json): trainplan emit"),
+        (["--calibrate-from", str(too_fast)], f"--calibrate-from {too_fast}: measured step"),
         # trial s38: a diverged run and one timed on its warm-up step alone (compute x 3.95) were taken
         (["--calibrate-from", str(_job_dir(tmp_path, outcome="diverged"))], "the run diverged (report.json)"),
         (["--calibrate-from", str(_job_dir(tmp_path, warmup_only=True))], "only the warm-up step was timed"),
