@@ -1,10 +1,12 @@
 """A fresh held-out set: published training throughputs no other validation file holds.
 
-data/validation/fresh_runs.csv (read as data/validation/fresh_runs_sources.md describes) holds 14
-rows of three sources no validation or calibration row came from: OLMo-core's README throughput
-table (H100, FSDP + compile), FlagPerf's Megatron-Core / FlagScale LLM cases (A800, H100, H800)
-and the flash-attention repository's GPT-3 training-speed table (A100). Nothing in the model was
-fitted on them and no setting was changed after seeing them (session 51, trial heldout51).
+data/validation/fresh_runs.csv (read as data/validation/fresh_runs_sources.md describes) holds two
+sets of rows from sources no validation or calibration row came from. Set 1 (session 51, trial
+heldout51, 14 rows): OLMo-core's README throughput table (H100, FSDP + compile), FlagPerf's
+Megatron-Core / FlagScale LLM cases (A800, H100, H800) and the flash-attention repository's GPT-3
+training-speed table (A100); its six FlagPerf rows later informed --no-tp-comm-overlap. Set 2
+(session 52, trial heldout52, 14 rows): torchtitan's own published tables (A100 FSDP, H100 TP / PP /
+CP, B200, GB200 MoE) and AWS's torchtitan test case (H100); scored held out, no setting touched.
 
 Each row stores the ``trainplan estimate`` flags that describe its job (``estimate_args``), so the
 score is what a user typing that command reads: bench/validate_fresh.py runs each through the CLI
@@ -31,6 +33,7 @@ class FreshRow:
     """One published measurement and the estimate command that describes it."""
 
     row_id: str
+    fresh_set: int  # which collection the row came in (1: session 51, 2: session 52)
     source: str
     locator: str
     model: str
@@ -76,6 +79,7 @@ def read_fresh(path: Path = DEFAULT_FRESH_RUNS) -> list[FreshRow]:
         return [
             FreshRow(
                 row_id=r["row_id"],
+                fresh_set=int(r["set"]),
                 source=r["source"],
                 locator=r["locator"],
                 model=r["model"],
