@@ -61,7 +61,7 @@ FIX_TEMPLATES: dict[FixCode, str] = {
     FixCode.ONE_F_ONE_B: "use the 1f1b pipeline schedule: it holds {pp} micro-batches' activations, GPipe all {accum}",
     FixCode.BIGGER_GPU: "use a GPU with more memory",
     FixCode.NO_ONE_FIX: (
-        "no one change fits it, nor does any GPU ({times:,.0f}x the largest, {largest}): shorten the sequence, or"
+        "no one change fits it, nor does any GPU ({times:,.1f}x the largest, {largest}): shorten the sequence, or"
         " combine checkpointing, sharding and tp/pp/cp"
     ),
     FixCode.HOST_OFFLOAD: "shard the offloaded states over more nodes, or keep them on the GPUs (no offload)",

@@ -841,9 +841,9 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
     ),
     "fix_bigger_gpu": ("use a GPU with more memory", "换用显存更大的 GPU"),
     "fix_no_one_fix": (
-        "no one change fits it, nor does any GPU ({times:,.0f}x the largest, {largest}): shorten the sequence,"
+        "no one change fits it, nor does any GPU ({times:,.1f}x the largest, {largest}): shorten the sequence,"
         " or combine checkpointing, sharding and tp/pp/cp",
-        "任何单一改动都无法放下，任何 GPU 也放不下（是最大者 {largest} 的 {times:,.0f} 倍）：缩短序列，或组合使用激活重计算、"
+        "任何单一改动都无法放下，任何 GPU 也放不下（是最大者 {largest} 的 {times:,.1f} 倍）：缩短序列，或组合使用激活重计算、"
         "分片与 tp/pp/cp",
     ),
     "fix_host_offload": (

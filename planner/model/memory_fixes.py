@@ -21,6 +21,7 @@ from planner.layout import (
 )
 from planner.model.candidates import SHARD_FSDP, Candidates, code
 from planner.model.configuration import checked_configuration, refused_by
+from planner.model.host import host_fits
 from planner.model.memory import fits, memory, offload_keeps_grads
 from planner.model.optimizer_precision import OptimizerPrecision, refused_rows
 from planner.model.settings import ModelingSettings
@@ -39,9 +40,9 @@ def memory_fix_hint(
     model: ModelSpec,
     *,
     gpus_per_node: int,
-    tp_runs: Callable[[int], bool],
+    tp_world: Callable[[int], int | None],
     pp_runs: Callable[[int], bool] = lambda pp: True,
-    cp_runs: Callable[[int], bool] = lambda cp: False,
+    cp_world: Callable[[int], int | None] = lambda cp: None,
     fsdp_runs: bool = True,
     offload_frees_gib: float = 0.0,
     full_ac_need: Callable[[], float | None] = lambda: None,
@@ -54,17 +55,19 @@ def memory_fix_hint(
     smallest that remove the excess alone (unsharded states over a quarter of the need: FSDP is
     named unsized): sharding splits only the states (params, grads,
     optimizer), tensor parallelism nearly every term; checkpointing and a smaller micro-batch
-    shrink the activations. ``tp_runs``: whether the estimate's own rules take a tp degree (a
-    fix it would then refuse is none: trial s24, tp=4 offered for Nemotron on HF's modules);
-    ``pp_runs`` the same for twice the stages (trial s31: pp > 1 offered under hf-trainer, which
-    has no pipeline engine), ``cp_runs`` whether a wider context-parallel degree runs and fits by
-    the memory model (trial s34: at a million tokens the fixes went from checkpointing to tp to pp,
-    which the schedule then refused, never to cp; review s34: the 1/cp split alone named a cp that
-    did not fit), ``fsdp_runs`` whether the stack shards parameters at all (review s35: deepseek-v3
+    shrink the activations. ``tp_world``: the GPUs on which a tp degree runs by the estimate's own
+    rules and fits by the memory model, None where on none (a fix it would then refuse is none:
+    trial s24, tp=4 offered for Nemotron on HF's modules; trial s52: tp=2, 4, 8 each named on the
+    same GPUs, where the data-parallel group shrinks as tp grows and none fitted); ``pp_runs``
+    whether more stages run and fit (trial s31: pp > 1 offered under hf-trainer, which has no
+    pipeline engine), ``cp_world`` the same as ``tp_world`` for a wider context-parallel degree
+    (trial s34: at a million tokens the fixes went from checkpointing to tp to pp, which the
+    schedule then refused, never to cp; review s34: the 1/cp split alone named a cp that did not
+    fit), ``fsdp_runs`` whether the stack shards parameters at all (review s35: deepseek-v3
     and megatron-lm were told to shard with FSDP, which they refuse), ``offload_frees_gib``
     the allocated GiB host offload would move off the GPU, 0 where the stack refuses it (trial
     s31: the fix that fitted was not named; review s31: it was named where the gradients stay on
-    the GPU and it did not fit), ``full_ac_need`` the GiB the same layout needs with full
+    the GPU and it did not fit; trial s52: where the host could not hold the states), ``full_ac_need`` the GiB the same layout needs with full
     recomputation (None: not known), so checkpointing that does not close the gap alone is said
     after the fixes that do (trial s38: at a million tokens it led, and left 417 GiB to find),
     ``full_ac_cp_fits(cp)`` whether full recomputation with that context-parallel degree runs and
@@ -107,13 +110,13 @@ def memory_fix_hint(
     hints += full
     if training.micro_batch > 1:
         hints.append(FixHint(code=FixCode.MICRO_BATCH, figures={"micro_batch": training.micro_batch}))
-    cp = _smallest_degree(layout.cp, sequence, excess, lambda c: cp_named(c) and cp_runs(c))
+    cp = _smallest_degree(layout.cp, sequence, excess, lambda c: cp_world(c) if cp_named(c) else None)
     if cp is not None:
-        hints.append(_degree_hint(layout, "cp", cp, FixCode.CP, FixCode.CP_MORE_GPUS))
+        hints.append(_degree_hint(layout, "cp", *cp, FixCode.CP, FixCode.CP_MORE_GPUS))
     native_moe = model.is_moe and training.impl == Implementation.NATIVE  # its blocks take no tp (structure.py)
 
-    def tp_fits(t: int) -> bool:
-        return not native_moe and t <= gpus_per_node and model.num_heads % t == 0 and tp_runs(t)
+    def tp_fits(t: int) -> int | None:
+        return tp_world(t) if not native_moe and t <= gpus_per_node and model.num_heads % t == 0 else None
 
     tp = _smallest_degree(layout.tp, need_gib - terms.misc, excess, tp_fits)
     # More stages split the layers' states and copies, not the activations: 1F1B keeps pp micro-
@@ -121,7 +124,7 @@ def memory_fix_hint(
     # tokens pp 8 was offered first and still needed 430 GiB); so only where those could close the gap
     split = (terms.states + terms.unsharded_params) * need_gib / max(terms.total, 1e-9)
     if tp is not None:
-        hints.append(_degree_hint(layout, "tp", tp, FixCode.TP, FixCode.TP_MORE_GPUS))
+        hints.append(_degree_hint(layout, "tp", *tp, FixCode.TP, FixCode.TP_MORE_GPUS))
     elif layout.pp < model.num_layers and pp_runs(2 * layout.pp) and split > excess:
         hints.append(FixHint(code=FixCode.PP, figures={"pp": layout.pp}))
     return (*(hints or [FixHint(code=FixCode.BIGGER_GPU)]), *partial)
@@ -149,7 +152,8 @@ def _full_ac_cp_hint(layout: Layout, fits: Callable[[int], bool]) -> FixHint | N
     cp = next((d for d in wider if d <= MAX_CP_FIX and fits(d)), None)
     if cp is None:
         return None
-    return _degree_hint(layout, "cp", cp, FixCode.FULL_AC_CP, FixCode.FULL_AC_CP_MORE_GPUS)
+    gpus = wider_world(layout.world_size, layout, "cp", cp)
+    return _degree_hint(layout, "cp", cp, gpus, FixCode.FULL_AC_CP, FixCode.FULL_AC_CP_MORE_GPUS)
 
 
 def _sharding_hints(
@@ -199,11 +203,17 @@ MAX_GROUP_DOUBLINGS = 12
 MAX_CP_FIX = 64
 
 
-def _smallest_degree(now: int, splittable: float, excess: float, runs: Callable[[int], bool]) -> int | None:
+def _smallest_degree(
+    now: int, splittable: float, excess: float, world: Callable[[int], int | None]
+) -> tuple[int, int] | None:
     """The smallest power-of-two multiple of a degree (``now``) whose 1/degree split of
-    ``splittable`` GiB removes ``excess`` alone, and whose layout ``runs``."""
-    wider = (now * 2**j for j in range(1, 8))
-    return next((d for d in wider if splittable * (1 - now / d) >= excess and runs(d)), None)
+    ``splittable`` GiB could remove ``excess`` (a bound: it prunes) and whose layout runs and fits
+    on some ``world``, with those GPUs."""
+    for d in (now * 2**j for j in range(1, 8)):
+        gpus = world(d) if splittable * (1 - now / d) >= excess else None
+        if gpus is not None:
+            return d, gpus
+    return None
 
 
 def wider_world(num_gpus: int, layout: Layout, degree: str, value: int) -> int:
@@ -213,10 +223,9 @@ def wider_world(num_gpus: int, layout: Layout, degree: str, value: int) -> int:
     return num_gpus if num_gpus % (layout.non_dp // now * value) == 0 else num_gpus // now * value
 
 
-def _degree_hint(layout: Layout, degree: str, value: int, here: FixCode, more_gpus: FixCode) -> FixHint:
-    """``use tp=8 (now 1)``, or ``... on 128 GPUs`` where it needs more (``wider_world``)."""
+def _degree_hint(layout: Layout, degree: str, value: int, gpus: int, here: FixCode, more_gpus: FixCode) -> FixHint:
+    """``use tp=8 (now 1)``, or ``... on 128 GPUs`` where it needs more."""
     figures = {degree: value, "now": getattr(layout, degree)}
-    gpus = wider_world(layout.world_size, layout, degree, value)
     if gpus == layout.world_size:
         return FixHint(code=here, figures=figures)
     return FixHint(code=more_gpus, figures=figures | {"gpus": gpus})
@@ -257,6 +266,16 @@ class FitCheck:
         wider = self.resolved.model_copy(update={degree: value, "dp_shard": -1, "dp_replicate": 1})
         return self._runs(wider, world, config, settings)
 
+    def fitting_world(self, degree: str, value: int, settings: ModelingSettings) -> int | None:
+        """The GPUs on which the degree widened to ``value`` runs and fits: these (where the degrees
+        divide them), else as many more as keep the data-parallel degree (trial s52: on the same
+        GPUs the FSDP group shrinks as tp grows, so tp 2, 4 and 8 were each named and none fitted,
+        where tp 2 on twice the GPUs did); None where on neither."""
+        now = getattr(self.resolved, degree)
+        wider = self.resolved.model_copy(update={degree: value, "dp_shard": -1, "dp_replicate": 1})
+        worlds = dict.fromkeys((wider_world(self.num_gpus, self.resolved, degree, value), self.num_gpus // now * value))
+        return next((w for w in worlds if self._runs(wider, w, self.training, settings)), None)
+
     def fits_with_group(self, dp_shard: int, dp_replicate: int, gpus: int, settings: ModelingSettings) -> bool:
         """An FSDP group of ``dp_shard`` (``dp_replicate`` replicas) on ``gpus`` that runs and fits."""
         grouped = self.resolved.model_copy(
@@ -270,8 +289,13 @@ class FitCheck:
             return False
         if self.stack is not None and refused_by(self.stack, self.model, layout.resolve(world), config):
             return False
+        # the device and the host, as the estimate judges a row (trial s52: an offload named where the
+        # host could not hold the states)
         return settings is None or bool(
-            fits(memory(self.model, c, settings).device_total, c.memory_bytes, settings.memory_headroom)[0]
+            (
+                fits(memory(self.model, c, settings).device_total, c.memory_bytes, settings.memory_headroom)
+                & host_fits(self.model, c, settings)
+            )[0]
         )
 
     def _candidates(self, layout: Layout, world: int, config: TrainingConfig) -> Candidates | None:
@@ -308,25 +332,22 @@ class FitCheck:
             return False
         return self._runs(self.resolved, self.num_gpus, self.training.model_copy(update={"compile": True}), settings)
 
-    def with_tp(self, tp: int) -> bool:
-        return self.runs("tp", tp, self.training)
-
-    def fits_with_cp(self, cp: int, settings: ModelingSettings) -> bool:
-        """A context-parallel degree that runs and fits, by the memory model: the gathered K/V and
-        their gradients stay whole (review s34: a cp=8 named by the 1/cp split still needed 78.1 GiB
-        of 75.4)."""
-        return self.runs("cp", cp, self.training, settings)
-
-    def with_pp(self, pp: int) -> bool:
-        # more stages with at least as many micro-batches (the schedules' own rule, not the stack's)
-        accum = max(self.training.grad_accum, pp)
-        return self.runs("pp", pp, self.training.model_copy(update={"grad_accum": accum}))
+    def with_pp(self, pp: int, settings: ModelingSettings) -> bool:
+        """Whether 2, 4 or 8 times ``pp`` stages (at most one layer each) run and fit on these GPUs,
+        with at least as many micro-batches (the schedules' own rule, not the stack's)."""
+        for stages in (pp, 2 * pp, 4 * pp):
+            if stages > self.model.num_layers:
+                return False
+            accum = max(self.training.grad_accum, stages)
+            if self.runs("pp", stages, self.training.model_copy(update={"grad_accum": accum}), settings):
+                return True
+        return False
 
     def device_memory(
         self, need: float, usable: float, cap: float, terms: MemoryTerms, settings: ModelingSettings
     ) -> tuple[str, tuple[FixHint, ...]]:
         """The need against the room in words (GiB), and the fixes that would run."""
-        frees = offload_frees_gib(terms, self.resolved, settings) if self.with_offload() else 0.0
+        frees = offload_frees_gib(terms, self.resolved, settings) if self.with_offload(settings) else 0.0
         fixes = memory_fix_hint(
             need,
             usable,
@@ -335,9 +356,9 @@ class FitCheck:
             self.training,
             self.model,
             gpus_per_node=self.gpus_per_node,
-            tp_runs=self.with_tp,
-            pp_runs=self.with_pp,
-            cp_runs=lambda cp: self.fits_with_cp(cp, settings),
+            tp_world=lambda tp: self.fitting_world("tp", tp, settings),
+            pp_runs=lambda pp: self.with_pp(pp, settings),
+            cp_world=lambda cp: self.fitting_world("cp", cp, settings),
             fsdp_runs=self.stack is None or self.stack.max_sharding >= SHARD_FSDP,
             offload_frees_gib=frees,
             full_ac_need=lambda: self.need_with_full_ac(settings),
@@ -371,10 +392,10 @@ class FitCheck:
             update={"activation_checkpointing": ActivationCheckpointing.FULL, "ac_blocks": 0}
         )
 
-    def with_offload(self) -> bool:
-        """The same layout with the optimizer states on the host (review s32: it was asked as
-        'does tp stay tp')."""
-        return self.runs("tp", self.resolved.tp, self.training.model_copy(update={"offload": True}))
+    def with_offload(self, settings: ModelingSettings) -> bool:
+        """The same layout with the optimizer states on the host runs and fits, GPU and host (review
+        s32: it was asked as 'does tp stay tp'; trial s52: named where neither fitted after it)."""
+        return self.runs("tp", self.resolved.tp, self.training.model_copy(update={"offload": True}), settings)
 
 
 def memory_words(need: float, usable: float, cap: float, gpu: str, headroom: float) -> str:

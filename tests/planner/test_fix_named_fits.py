@@ -1,0 +1,41 @@
+"""A tp, cp or offload fix the memory line names fits where it names it (trial s52, newmodel52 H1:
+"use tp=2", then "tp=4", then "tp=8" were each named on the same GPUs, where the FSDP group shrinks
+as tp grows, and none fitted; H2: "--offload" named where the host could not hold the states)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from planner.catalog.hardware import load_catalog
+from planner.catalog.models import get_preset
+from planner.layout import Layout, Sharding, TrainingConfig
+from planner.model.estimate import estimate
+
+CATALOG = load_catalog()
+
+
+def _est(model: str, num_gpus: int, layout: Layout, seq_len: int, offload: bool = False):
+    training = TrainingConfig(seq_len=seq_len, micro_batch=1, offload=offload)
+    return estimate(get_preset(model), "h100-sxm", layout, training, num_gpus=num_gpus, catalog=CATALOG)
+
+
+@pytest.mark.parametrize(
+    "model, num_gpus, tp, seq_len",
+    [("llama3-70b", 8, 1, 4096), ("llama3-70b", 8, 2, 4096), ("llama3-70b", 16, 1, 8192)],
+)
+def test_a_named_tp_fits_on_the_gpus_named(model, num_gpus, tp, seq_len):
+    e = _est(model, num_gpus, Layout(tp=tp, sharding=Sharding.FSDP), seq_len)
+    named = re.search(r"use tp=(\d+) \(now \d+\)(?: on (\d+) GPUs)?", e.fix or "")
+    assert not e.feasible and named, e.fix
+    gpus = int(named[2] or num_gpus)
+    assert gpus > num_gpus  # on these GPUs no tp fits: the group would shrink as tp grows
+    assert _est(model, gpus, Layout(tp=int(named[1]), sharding=Sharding.FSDP), seq_len).feasible
+
+
+@pytest.mark.parametrize("model, num_gpus", [("llama3-70b", 2), ("llama3-70b", 4), ("mixtral-8x7b", 8)])
+def test_offload_is_named_only_where_it_fits(model, num_gpus):
+    e = _est(model, num_gpus, Layout(sharding=Sharding.FSDP), 4096)
+    offloaded = _est(model, num_gpus, Layout(sharding=Sharding.FSDP), 4096, offload=True)
+    assert not e.feasible and ("--offload" in (e.fix or "")) == offloaded.feasible, e.fix
