@@ -169,6 +169,12 @@ def _mistral_fields(spec: ModelSpec) -> dict[str, Any]:
     return dict(model_type="ministral", sliding_window=spec.sliding_window, layer_types=_window_layer_types(spec))
 
 
+def _phi3_fields(spec: ModelSpec) -> dict[str, Any]:
+    """Phi-3's window where it has one, and RoPE on part of each head (Phi-4-mini: 0.75)."""
+    fields: dict[str, Any] = dict(sliding_window=spec.sliding_window) if spec.sliding_window else {}
+    return fields | (dict(partial_rotary_factor=spec.partial_rotary_factor) if spec.partial_rotary_factor < 1 else {})
+
+
 # The transformers ``model_type`` (text model only) and its keys beyond the shared shapes, per
 # family the planner reads (planner/catalog/hf_config.py). Mistral with a window is here; without
 # one it is built as Llama (the same modules), like the other plain SwiGLU decoders.
@@ -178,7 +184,7 @@ _FAMILY_FIELDS: dict[str, tuple[str, Callable[[ModelSpec], dict[str, Any]]]] = {
     "gemma2": ("gemma2", _gemma_fields),
     "gemma3": ("gemma3_text", _gemma_fields),
     "gemma3_text": ("gemma3_text", _gemma_fields),
-    "phi3": ("phi3", lambda spec: dict(sliding_window=spec.sliding_window) if spec.sliding_window else {}),
+    "phi3": ("phi3", lambda spec: _phi3_fields(spec)),
     "olmo2": ("olmo2", lambda spec: dict(attention_bias=spec.qkv_bias)),
     "deepseek_v3": ("deepseek_v3", _deepseek_v3_fields),
     "nemotron": ("nemotron", _nemotron_fields),

@@ -185,8 +185,11 @@ def gemma3(cfg: HfConfig) -> dict:
 
 def phi3(cfg: HfConfig) -> dict:
     """Phi-3: Llama's shapes with fused qkv and gate/up weights; a ``sliding_window`` (2047 in
-    Phi-3-mini-4k) applies to every layer."""
-    return decoder_fields(cfg, "phi3", None, None, max_seq_len=4096, norm_eps=1e-5) | dict(fused_projections=True)
+    Phi-3-mini-4k) applies to every layer; RoPE on ``partial_rotary_factor`` of each head (0.75 in
+    Phi-4-mini; trial s52: it was dropped, and the native decoder would rotate the whole head)."""
+    return decoder_fields(cfg, "phi3", None, None, max_seq_len=4096, norm_eps=1e-5) | dict(
+        fused_projections=True, partial_rotary_factor=fraction(cfg, "partial_rotary_factor", 1.0)
+    )
 
 
 def olmo2(cfg: HfConfig) -> dict:

@@ -107,6 +107,8 @@ def native_unsupported(model: ModelSpec) -> list[str]:
         f"{field}={getattr(model, field)!r}" for field in ("attn_softcap", "final_softcap") if getattr(model, field)
     ]
     found += ["mla (latent attention)"] if model.mla is not None and model.family not in NATIVE_MLA_FAMILIES else []
+    if model.partial_rotary_factor < 1:  # trainer/model.py's RoPE rotates every channel of a head
+        found.append(f"partial_rotary_factor={model.partial_rotary_factor:g}")
     if 0 < model.sliding_layers < model.num_layers:
         found.append(f"sliding_layers={model.sliding_layers} of {model.num_layers}")
     # trainer/model.py's attention is causal or windowed on every layer: no chunk mask (Llama 4),

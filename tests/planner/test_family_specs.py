@@ -155,6 +155,18 @@ def test_phi3_fused_projections_keep_parameters_and_flops():
     assert (up.count, up.d_out) == (1, 2 * 8192)
 
 
+def test_phi4_minis_partial_rotary_is_read_and_runs_on_hugging_faces_modules(tmp_path):
+    """Trial s52 (newmodel52 M1): Phi-4-mini's partial_rotary_factor 0.75 was dropped, and the
+    native decoder, whose RoPE turns every channel of a head, was its default."""
+    from planner.model.structure import default_implementation, native_unsupported
+
+    partial = _read(tmp_path, "phi3", partial_rotary_factor=0.75)
+    assert (partial.partial_rotary_factor, _spec("phi3").partial_rotary_factor) == (0.75, 1.0)
+    assert native_unsupported(partial) == ["partial_rotary_factor=0.75"]
+    assert default_implementation(partial) == Implementation.HF
+    assert default_implementation(_spec("phi3")) == Implementation.NATIVE
+
+
 @pytest.mark.parametrize(
     "model_type, window, layers",
     [("gemma2", 4096, 21), ("gemma3", 1024, 29), ("gemma3_text", 512, 22), ("phi3", 2047, 32), ("afmoe", 2048, 42)],

@@ -58,7 +58,8 @@ TINY: dict[str, dict] = {
     "gemma2": dict(head_dim=16, sliding_window=8),
     "gemma3": dict(text_config=dict(_SHAPES, head_dim=16, sliding_window=8)),
     "gemma3_text": dict(head_dim=16, sliding_window=8),
-    "phi3": dict(sliding_window=8, vocab_size=32064),  # its default pad_token_id 32000 must fit
+    # its default pad_token_id 32000 must fit; RoPE on 3/4 of each head, as Phi-4-mini (trial s52)
+    "phi3": dict(sliding_window=8, vocab_size=32064, partial_rotary_factor=0.75),
     "olmo2": {},
     "deepseek_v3": dict(
         q_lora_rank=16,
@@ -150,6 +151,11 @@ def test_spec_config_builds_the_planners_count_on_cpu(tmp_path, model_type):
     rule = hf_init_rule(model)
     for name, _ in model.named_parameters():
         assert callable(rule(name, model.get_submodule(name.rsplit(".", 1)[0])))
+
+
+def test_phi3s_partial_rotary_reaches_the_config_the_trainer_builds(tmp_path):
+    spec, _ = tiny_spec(tmp_path, "phi3")
+    assert spec.partial_rotary_factor == config_from_spec(spec, SEQ).partial_rotary_factor == 0.75
 
 
 @pytest.mark.parametrize("model_type", SPEC_FAMILIES)
