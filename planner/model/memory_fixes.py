@@ -41,7 +41,7 @@ def memory_fix_hint(
     *,
     gpus_per_node: int,
     tp_world: Callable[[int], int | None],
-    pp_runs: Callable[[int], bool] = lambda pp: True,
+    pp_world: Callable[[int], tuple[int, int] | None] = lambda pp: None,
     cp_world: Callable[[int], int | None] = lambda cp: None,
     fsdp_runs: bool = True,
     offload_frees_gib: float = 0.0,
@@ -58,9 +58,10 @@ def memory_fix_hint(
     shrink the activations. ``tp_world``: the GPUs on which a tp degree runs by the estimate's own
     rules and fits by the memory model, None where on none (a fix it would then refuse is none:
     trial s24, tp=4 offered for Nemotron on HF's modules; trial s52: tp=2, 4, 8 each named on the
-    same GPUs, where the data-parallel group shrinks as tp grows and none fitted); ``pp_runs``
-    whether more stages run and fit (trial s31: pp > 1 offered under hf-trainer, which has no
-    pipeline engine), ``cp_world`` the same as ``tp_world`` for a wider context-parallel degree
+    same GPUs, where the data-parallel group shrinks as tp grows and none fitted); ``pp_world``
+    the fewest stages from twice ``pp`` on that run and fit, with their GPUs (trial s31: pp > 1
+    offered under hf-trainer, which has no pipeline engine; trial s52: named where it needed more
+    GPUs, unsaid), ``cp_world`` the same as ``tp_world`` for a wider context-parallel degree
     (trial s34: at a million tokens the fixes went from checkpointing to tp to pp, which the
     schedule then refused, never to cp; review s34: the 1/cp split alone named a cp that did not
     fit), ``fsdp_runs`` whether the stack shards parameters at all (review s35: deepseek-v3
@@ -125,8 +126,10 @@ def memory_fix_hint(
     split = (terms.states + terms.unsharded_params) * need_gib / max(terms.total, 1e-9)
     if tp is not None:
         hints.append(_degree_hint(layout, "tp", *tp, FixCode.TP, FixCode.TP_MORE_GPUS))
-    elif layout.pp < model.num_layers and pp_runs(2 * layout.pp) and split > excess:
-        hints.append(FixHint(code=FixCode.PP, figures={"pp": layout.pp}))
+    elif layout.pp < model.num_layers and split > excess and (pp := pp_world(2 * layout.pp)) is not None:
+        stages, gpus = pp
+        more = {"stages": stages, "gpus": gpus} if gpus != layout.world_size else {}
+        hints.append(FixHint(code=FixCode.PP_MORE_GPUS if more else FixCode.PP, figures={"pp": layout.pp} | more))
     return (*(hints or [FixHint(code=FixCode.BIGGER_GPU)]), *partial)
 
 
@@ -266,7 +269,9 @@ class FitCheck:
         wider = self.resolved.model_copy(update={degree: value, "dp_shard": -1, "dp_replicate": 1})
         return self._runs(wider, world, config, settings)
 
-    def fitting_world(self, degree: str, value: int, settings: ModelingSettings) -> int | None:
+    def fitting_world(
+        self, degree: str, value: int, settings: ModelingSettings, config: TrainingConfig | None = None
+    ) -> int | None:
         """The GPUs on which the degree widened to ``value`` runs and fits: these (where the degrees
         divide them), else as many more as keep the data-parallel degree (trial s52: on the same
         GPUs the FSDP group shrinks as tp grows, so tp 2, 4 and 8 were each named and none fitted,
@@ -274,7 +279,8 @@ class FitCheck:
         now = getattr(self.resolved, degree)
         wider = self.resolved.model_copy(update={degree: value, "dp_shard": -1, "dp_replicate": 1})
         worlds = dict.fromkeys((wider_world(self.num_gpus, self.resolved, degree, value), self.num_gpus // now * value))
-        return next((w for w in worlds if self._runs(wider, w, self.training, settings)), None)
+        training = config or self.training
+        return next((w for w in worlds if self._runs(wider, w, training, settings)), None)
 
     def fits_with_group(self, dp_shard: int, dp_replicate: int, gpus: int, settings: ModelingSettings) -> bool:
         """An FSDP group of ``dp_shard`` (``dp_replicate`` replicas) on ``gpus`` that runs and fits."""
@@ -332,16 +338,18 @@ class FitCheck:
             return False
         return self._runs(self.resolved, self.num_gpus, self.training.model_copy(update={"compile": True}), settings)
 
-    def with_pp(self, pp: int, settings: ModelingSettings) -> bool:
-        """Whether 2, 4 or 8 times ``pp`` stages (at most one layer each) run and fit on these GPUs,
-        with at least as many micro-batches (the schedules' own rule, not the stack's)."""
+    def pp_world(self, pp: int, settings: ModelingSettings) -> tuple[int, int] | None:
+        """The fewest of ``pp``, twice and four times as many stages (at most one layer each) that
+        run and fit, with at least as many micro-batches (the schedules' own rule, not the
+        stack's), and the GPUs they fit on (``fitting_world``); None where none does."""
         for stages in (pp, 2 * pp, 4 * pp):
             if stages > self.model.num_layers:
-                return False
+                return None
             accum = max(self.training.grad_accum, stages)
-            if self.runs("pp", stages, self.training.model_copy(update={"grad_accum": accum}), settings):
-                return True
-        return False
+            world = self.fitting_world("pp", stages, settings, self.training.model_copy(update={"grad_accum": accum}))
+            if world is not None:
+                return stages, world
+        return None
 
     def device_memory(
         self, need: float, usable: float, cap: float, terms: MemoryTerms, settings: ModelingSettings
@@ -357,7 +365,7 @@ class FitCheck:
             self.model,
             gpus_per_node=self.gpus_per_node,
             tp_world=lambda tp: self.fitting_world("tp", tp, settings),
-            pp_runs=lambda pp: self.with_pp(pp, settings),
+            pp_world=lambda pp: self.pp_world(pp, settings),
             cp_world=lambda cp: self.fitting_world("cp", cp, settings),
             fsdp_runs=self.stack is None or self.stack.max_sharding >= SHARD_FSDP,
             offload_frees_gib=frees,

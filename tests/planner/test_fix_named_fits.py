@@ -39,3 +39,14 @@ def test_offload_is_named_only_where_it_fits(model, num_gpus):
     e = _est(model, num_gpus, Layout(sharding=Sharding.FSDP), 4096)
     offloaded = _est(model, num_gpus, Layout(sharding=Sharding.FSDP), 4096, offload=True)
     assert not e.feasible and ("--offload" in (e.fix or "")) == offloaded.feasible, e.fix
+
+
+def test_more_pipeline_stages_are_named_with_the_gpus_they_need():
+    """Trial s52: at tp 8 on 8 GPUs "more pipeline stages (pp > 1)" was named, which needs more GPUs."""
+    e = _est("llama3-70b", 8, Layout(tp=8, sharding=Sharding.FSDP), 4096)
+    named = re.search(r"over pp=(\d+) pipeline stages \(now 1\) on (\d+) GPUs", e.fix or "")
+    assert not e.feasible and named, e.fix
+    stages, gpus = int(named[1]), int(named[2])
+    layout = Layout(tp=8, pp=stages, sharding=Sharding.FSDP)
+    training = TrainingConfig(seq_len=4096, micro_batch=1, grad_accum=stages)
+    assert estimate(get_preset("llama3-70b"), "h100-sxm", layout, training, num_gpus=gpus, catalog=CATALOG).feasible
