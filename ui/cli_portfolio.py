@@ -94,7 +94,7 @@ def portfolio(
     from planner.api.explore import held_purchase_prices, plan_portfolio
     from planner.api.held_prices import portfolio_held_prices
     from planner.api.portfolio import late_at_band_ends
-    from ui.portfolio_file import file_requests, past_horizon, release_days
+    from ui.portfolio_file import file_requests, job_after, past_horizon, release_days
 
     k8s = k8s_names(k8s_image, k8s_pvc)  # review s27: only emit took them
     spec, overridden = apply_overrides(portfolio_spec(jobs_file, emit_dir, k8s, cluster), overrides or {}, jobs_file)
@@ -118,6 +118,7 @@ def portfolio(
                 wall_power_w=spec.ownership.wall_power_w,
                 calibration=None if applied is None else applied.record,
                 release_days=release_days(spec),
+                after=job_after(spec),
                 **slots,
             )
     except InfeasiblePlan as exc:
@@ -300,7 +301,7 @@ def fleet(
     """Rent (or reserve) vs buy: how many GPUs of each type to own for a set of jobs over a horizon."""
     from planner.api.fleet import plan_fleet
     from ui.fleet_inputs import fleet_options
-    from ui.portfolio_file import file_requests, past_horizon, read_jobs_file, release_days
+    from ui.portfolio_file import file_requests, job_after, past_horizon, read_jobs_file, release_days
 
     spec, overridden = apply_overrides(read_jobs_file(jobs_file), overrides or {}, jobs_file)
     chosen, applied = choose_and_apply(calibration, no_calibration)
@@ -318,6 +319,7 @@ def fleet(
         with render.working(f"sizing the fleet for {len(requests)} jobs", quiet=as_json):
             options = {**fleet_options(spec, catalog), "calibration": None if applied is None else applied.record}
             options |= {"owned": spec.inventory, "rented": frozenset(spec.rented), "release_days": release_days(spec)}
+            options["after"] = job_after(spec)
             # trial s27: the file's default of 1 slot was raised to 2, whose coarse grid bought and
             # rented where 12 (plan_fleet's) ran the jobs back to back for 26 % less
             if spec.num_slots is not None:

@@ -33,6 +33,7 @@ model = "llama3-8b"
 tokens = 1e12
 deadline_days = 60
 start_after_days = 120       # optional: the job starts no earlier (its deadline still counts from day 0)
+after = ["pretrain-8b"]      # optional: the jobs of this file it starts after (each must end first)
 # optional per job: budget_usd, seq_len, global_batch_tokens (4e6 or 4194304), batch_tolerance
 # (default 0.05) and vary_batch (true: any batch within it), as plan's flags
 data_stall_pct = 5           # optional, per job or file-wide (a job's own replaces the file's): your run
@@ -57,6 +58,7 @@ from pydantic import (
     StrictBool,
     StrictFloat,
     StrictInt,
+    StrictStr,
     ValidationError,
     ValidationInfo,
     field_validator,
@@ -90,6 +92,7 @@ from planner.limits import (
 from planner.model.run_loss_inputs import RUN_LOSS_MAX, RunLossInputs
 from planner.model.stacks import Stack
 from planner.search.ownership import TcoAssumptions
+from planner.search.precedence import cycle_of
 from planner.search.space import DEFAULT_BATCH_TOLERANCE
 from trainer.job_spec import JOB_NAME_PATTERN
 from ui.inputs import whole_tokens
@@ -166,6 +169,8 @@ class JobEntry(RunLossKeys):
     deadline_days: Days | None = None
     # the day it may start at the earliest, counted from day 0 as its deadline is (trial s51 H4)
     start_after_days: Annotated[StrictFloat, Field(ge=0, le=MAX_DAYS, allow_inf_nan=False)] | None = None
+    # the jobs of the file it starts after, each ended first (P, docs/ilp.md "Precedence")
+    after: list[StrictStr] = []
     budget_usd: Usd | None = None
     seq_len: StrictInt | None = Field(None, ge=16, le=MAX_SEQ_LEN)  # None: the planner's default for the model
     # 4194304 or 4e6 (a TOML float), as the CLI's --global-batch-tokens reads it
@@ -251,6 +256,26 @@ class JobsFile(RunLossKeys):
         return self
 
     @model_validator(mode="after")
+    def _after_names_other_jobs(self) -> JobsFile:
+        names = [j.name for j in self.jobs]
+        for job in self.jobs:
+            for name in job.after:
+                if name == job.name:
+                    raise ValueError(f"job '{job.name}': after names the job itself")
+                if name not in names:
+                    raise ValueError(
+                        f"job '{job.name}': after names '{name}', which is no job of the file"
+                        f" (its jobs: {', '.join(names)})"
+                    )
+        cycle = cycle_of({j.name: j.after for j in self.jobs})
+        if cycle is not None:
+            raise ValueError(
+                f"after: the jobs wait on each other in a cycle, {' -> '.join(cycle)} (each starts after the one"
+                " before it ends)"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _term_needs_a_reserved_kind(self) -> JobsFile:
         # in the file's words, not plan's flags (review s44: "--term-filled ... give --price-kind")
         if self.term_filled and self.price_kind not in RESERVED_TERM_YEARS:
@@ -310,6 +335,11 @@ def file_requests(spec: JobsFile, gpus: dict[str, int | None] | None, path: Path
         return spec.requests(gpus)
     except ValueError as exc:
         raise ValueError(f"{path}: {one_line(exc)}") from None
+
+
+def job_after(spec: JobsFile) -> dict[str, list[str]]:
+    """Each job's after (the jobs it starts after), where the file sets one."""
+    return {job.name: list(job.after) for job in spec.jobs if job.after}
 
 
 def release_days(spec: JobsFile) -> dict[str, float]:

@@ -3,6 +3,7 @@ are at, and where buying pays off (split from ui/render.py, as render_portfolio 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from rich.table import Table
@@ -30,7 +31,7 @@ from ui.render_break_even import (
     owned_vs_reserved_words,
 )
 from ui.render_calibration import calibration_json, calibration_line
-from ui.render_lines import figures_words, jobs_run_losses_json, release_line
+from ui.render_lines import after_line, figures_words, jobs_run_losses_json, release_line
 from ui.render_ownership import OwnedBasis, ownership_words
 
 if TYPE_CHECKING:
@@ -43,6 +44,7 @@ def fleet_assignment(
     losses: RunLossInputs = DEFAULT_RUN_LOSSES,
     price: HeldPrice | None = None,
     release: float | None = None,
+    after: Sequence[str] = (),
 ) -> dict:
     """One job of a fleet option: where it runs (``held``: owned, reserved or rented GPUs; ``owned``
     as before session 44) and when, its days and cost with their 80 % bands (null: no evidence), keyed
@@ -59,6 +61,7 @@ def fleet_assignment(
         "start_days": a.start_s / SECONDS_PER_DAY,
         "end_days": a.end_s / SECONDS_PER_DAY,
         "start_after_days": release,  # its release, where the jobs file sets one (trial s51 H4)
+        "after": list(after) or None,  # the jobs it starts after, where the jobs file sets them
         "risk": risk,
         "days": days,
         "days_band": a.banded(days),
@@ -140,8 +143,9 @@ def fleet(
     out.print(slot_words(solution))
     if solution.prices:
         out.print(rates_words(solution), markup=False)
-    if (released := release_line(solution.release_days)) is not None:
-        out.print(released, markup=False)
+    for line in (release_line(solution.release_days), after_line(solution.after)):
+        if line is not None:
+            out.print(line, markup=False)
     out.print("mixed, job by job:")
     for a in data["mixed"]["assignments"]:
         out.print(fleet_assignment_line(a), markup=False)
@@ -328,6 +332,7 @@ def plan_json(p, solution, risks: dict[str, str], losses: dict[str, RunLossInput
                 (losses or {}).get(a.job, DEFAULT_RUN_LOSSES),
                 solution.prices.get(a.gpu_id),
                 solution.release_days.get(a.job),
+                solution.after.get(a.job, ()),
             )
             for a in p.assignments
         ],

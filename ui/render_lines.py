@@ -4,7 +4,7 @@ and the batch asked for. Split from ui/render.py (review s27: it passed 500 line
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -260,6 +260,15 @@ def release_line(release_days: Mapping[str, float]) -> str | None:
         return None
     jobs = ", ".join(f"{job} on day {day:,g}" for job, day in release_days.items())
     return f"released: {jobs} (start_after_days: none starts earlier; deadlines count from day 0)"
+
+
+def after_line(after: Mapping[str, Sequence[str]]) -> str | None:
+    """'after: sft-8b after pretrain-8b; eval after sft-8b, ablation (none starts before those end)',
+    portfolio's and fleet's alike (a jobs file's after); None where no job has one."""
+    if not after:
+        return None
+    jobs = "; ".join(f"{job} after {', '.join(before)}" for job, before in after.items())
+    return f"after: {jobs} (none starts before those end; deadlines count from day 0)"
 
 
 def jobs_run_losses_json(losses: dict[str, RunLossInputs]) -> dict:

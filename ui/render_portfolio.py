@@ -5,6 +5,7 @@ and the envelope word (planner/api/portfolio.py ``job_figures``; trial s19, find
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -34,7 +35,7 @@ from ui.render import (
     whole_words,
 )
 from ui.render_calibration import calibration_json, calibration_line
-from ui.render_lines import jobs_figures_lines, jobs_run_losses_json, release_line
+from ui.render_lines import after_line, jobs_figures_lines, jobs_run_losses_json, release_line
 from ui.render_ownership import OwnedBasis
 
 if TYPE_CHECKING:
@@ -90,12 +91,17 @@ def cost_per_gpu_hour(a) -> float | None:
 
 
 def job_row(
-    a, figures: JobFigures, held: tuple[str, ...], reserved: tuple[str, ...] = (), release: float | None = None
+    a,
+    figures: JobFigures,
+    held: tuple[str, ...],
+    reserved: tuple[str, ...] = (),
+    release: float | None = None,
+    after: Sequence[str] = (),
 ) -> dict:
     """One job's JSON: where and when it runs, its days at its risk and its cost (at the owned rate,
     or rent for a rented type, the reserved rate for a reserved one: ``held``, the owned types;
     ``reserved``, those reserved), with bands, and where a rented (reserved) price comes from;
-    ``release``: its start_after_days (None: not set)."""
+    ``release``: its start_after_days (None: not set); ``after``: the jobs it starts after."""
     return dict(
         job=a.job,
         gpu=a.gpu_id,
@@ -107,6 +113,7 @@ def job_row(
         start_days=a.start_s / SECONDS_PER_DAY,
         end_days=a.end_s / SECONDS_PER_DAY,
         start_after_days=release,  # its release, where the jobs file sets one (trial s51 H4)
+        after=list(after) or None,  # the jobs it starts after, where the jobs file sets them
         risk=figures.risk.value,
         days=figures.days,
         days_band=figures.days_band,
@@ -194,9 +201,9 @@ def portfolio(
     file keys the command line set (said first, and in --json)."""
     figures = [job_figures(a) for a in solution.assignments]
     reserved = tuple(r.gpu_id for r in solution.reserved)
-    release = dict(solution.release_days)
+    release, after = dict(solution.release_days), dict(solution.after)
     rows = [
-        job_row(a, f, solution.held_types, reserved, release.get(a.job))
+        job_row(a, f, solution.held_types, reserved, release.get(a.job), after.get(a.job, ()))
         for a, f in zip(solution.assignments, figures, strict=True)
     ]
     bands = portfolio_bands(solution, figures)  # every job at its band's ends
@@ -215,8 +222,9 @@ def portfolio(
     out.print(table)
     for note in notes:
         out.print(note, markup=False)
-    if (released := release_line(release)) is not None:
-        out.print(released, markup=False)
+    for line in (release_line(release), after_line(after)):
+        if line is not None:
+            out.print(line, markup=False)
     for line in jobs_figures_lines({a.job: a.plan.run_losses for a in solution.assignments}):
         out.print(line, markup=False)
     out.print(totals_words(solution, figures, bands))

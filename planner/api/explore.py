@@ -3,7 +3,7 @@ and the multi-job entry points (portfolio on a shared inventory, rent vs buy).""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 
@@ -268,6 +268,7 @@ class PortfolioPlan:
     warnings: tuple[str, ...] = ()
     inventory: tuple[tuple[str, int], ...] = ()  # (type, count) shared: held, or a rented type's cap
     release_days: tuple[tuple[str, float], ...] = ()  # (job, day) of each job released after day 0
+    after: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (job, the jobs it starts after) where set
     # each held (owned) type's cost per GPU-hour, busy or idle (PortfolioSolution's F_g); the
     # inventory's other types are rented by the hour, or reserved for whole terms (``reserved``)
     held_usd_per_gpu_hour: tuple[tuple[str, float], ...] = ()
@@ -303,6 +304,7 @@ def plan_portfolio(
     wall_power_w: dict[str, float] | None = None,
     calibration: PlanCalibration | None = None,
     release_days: dict[str, float] | None = None,
+    after: Mapping[str, Sequence[str]] | None = None,
 ) -> PortfolioPlan:
     """Several jobs sharing one owned inventory; each gets one runnable Plan and a start time.
 
@@ -313,7 +315,8 @@ def plan_portfolio(
     instead, up to that count (``reserved_prices``, as a fleet reserves). Start times are continuous up to ``EXACT_MAX_JOBS`` jobs;
     ``num_slots`` only refines the slotted model used above. ``calibration``: the record of the
     file ``catalog`` was calibrated with: its measured kernel rates lift the ceiling as in ``plan``,
-    and every plan keeps it. ``release_days``: job -> the day it may start (deadlines count from day 0)."""
+    and every plan keeps it. ``release_days``: job -> the day it may start (deadlines count from day 0).
+    ``after``: job -> the jobs it starts after (P, docs/ilp.md "Precedence")."""
     catalog = catalog or load_catalog()
     held = {g: n for g, n in inventory.items() if g not in rented}
     # a held type with no offer of the requests' price kind: held at its ownership, its rows scored
@@ -335,7 +338,12 @@ def plan_portfolio(
     # each job knows the horizon: a deadline answer past it names horizon_days too (slots.py)
     release = {name: day * SECONDS_PER_DAY for name, day in (release_days or {}).items()}
     jobs = [
-        replace(_job_candidates(search, name, labelled=False), horizon_s=horizon, release_s=release.get(name, 0.0))
+        replace(
+            _job_candidates(search, name, labelled=False),
+            horizon_s=horizon,
+            release_s=release.get(name, 0.0),
+            after=tuple((after or {}).get(name, ())),
+        )
         for name, search in searches.items()
     ]
     rates = owned_rates(catalog, held, tco, settings_or_default, purchase_usd, wall_power_w)
@@ -371,6 +379,7 @@ def plan_portfolio(
         lanes=solution.lanes,
         inventory=tuple(sorted(inventory.items())),
         release_days=tuple(sorted((n, d) for n, d in (release_days or {}).items() if d)),
+        after=tuple(sorted((n, tuple(a)) for n, a in (after or {}).items() if a)),
         held_usd_per_gpu_hour=solution.held_usd_per_gpu_hour,
         reserved=solution.reserved,
         billed_usd=solution.billed_usd,

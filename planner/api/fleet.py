@@ -4,6 +4,7 @@ holds the jobs' candidates)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from planner.api.explore import job_candidates
@@ -42,6 +43,7 @@ def plan_fleet(
     owned: dict[str, int] | None = None,
     rented: frozenset[str] = frozenset(),
     release_days: dict[str, float] | None = None,
+    after: Mapping[str, Sequence[str]] | None = None,
 ) -> FleetSolution:
     """How many GPUs of each type to buy vs rent for a set of jobs over a horizon (rent and wall
     power per type: given, else the catalog's; the jobs' own rent is their requests' prices;
@@ -50,18 +52,18 @@ def plan_fleet(
     buy that the jobs' price kind has no offer for is bought or not held (``held_only_types``).
     ``owned``: GPUs already owned per type (a jobs file's [inventory]), held beside those bought, their
     price sunk (``OwnedGpus``); one neither to buy nor in ``rented`` is never rented. ``release_days``:
-    job -> the day it may start (its deadline counts from day 0)."""
+    job -> the day it may start (its deadline counts from day 0). ``after``: job -> the jobs it starts
+    after (P, docs/ilp.md "Precedence")."""
     catalog = catalog or load_catalog()
     settings_or_default = settings or DEFAULT_SETTINGS
     held_only = held_only_types(requests, purchase_usd, catalog, rent_usd_per_gpu_hour or {})
     requests = scored_as_held(requests, held_only, catalog)
-    release = release_days or {}
+    release, waits = release_days or {}, {n: tuple(a) for n, a in (after or {}).items() if a}
     jobs = [
-        replace(
-            job_candidates(r, name, catalog, settings, calibration), release_s=release.get(name, 0.0) * SECONDS_PER_DAY
-        )
-        for name, r in requests.items()
+        replace(job_candidates(r, n, catalog, settings, calibration), release_s=release.get(n, 0.0) * SECONDS_PER_DAY)
+        for n, r in requests.items()
     ]
+    jobs = [replace(job, after=waits.get(job.name, ())) for job in jobs]
     economics = economics_for(catalog, purchase_usd, settings_or_default, rent_usd_per_gpu_hour, wall_power_w)
     reserved = reserved_prices(requests, catalog, settings_or_default, rent_usd_per_gpu_hour, held_only=held_only)
     held = owned_gpus(catalog, owned or {}, settings_or_default, wall_power_w)
@@ -83,7 +85,8 @@ def plan_fleet(
     held_rate = {
         g: owned_rate(e, tco).held_usd_per_gpu_hour for g, e in economics.items()
     }  # F_g per hour, as portfolio's
-    solution = replace(solution, release_days={n: d for n, d in release.items() if d}, held_usd_per_gpu_hour=held_rate)
+    releases = {n: d for n, d in release.items() if d}
+    solution = replace(solution, release_days=releases, after=waits, held_usd_per_gpu_hour=held_rate)
     return with_prices(solution, requests, catalog, rent_usd_per_gpu_hour or {})
 
 

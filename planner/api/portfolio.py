@@ -125,9 +125,11 @@ def _band_schedules(
     inventory = {**dict(portfolio.inventory), **{r.gpu_id: r.num_gpus for r in portfolio.reserved}}
     schedules = []
     release = [dict(portfolio.release_days).get(a.job, 0.0) for a in jobs]  # none starts before its release
+    index, after = {a.job: j for j, a in enumerate(jobs)}, dict(portfolio.after)
+    before = [[index[n] for n in after.get(a.job, ())] for a in jobs]  # nor before its predecessors end
     for end in (0, 1):
         days = [b[end] for b in bands if b]
-        schedules.append((list_schedule(order, gpus, counts, days, inventory, release), days))
+        schedules.append((list_schedule(order, gpus, counts, days, inventory, release, before), days))
     return schedules
 
 

@@ -29,6 +29,7 @@ from planner.search.ownership import (
     break_even,
     running_break_even,
 )
+from planner.search.precedence import chained
 from planner.search.reserved import OwnedVsReserved, ReservedPrices
 from planner.search.slots import (
     JobCandidates,
@@ -119,7 +120,7 @@ def size_fleet(
     owned = dict(owned or {})
     no_rent = held_only | unrented
     held = _most_held(economics, limits, owned)
-    rent_rows, options, reserving = _job_options(
+    jobs, rent_rows, options, reserving = _job_options(
         jobs, held, (horizon_s, num_slots), prune, reserved is not None, no_rent
     )
     running = [running_break_even(g, gpus, tco, horizon_h) for g, gpus in sorted(owned.items())]
@@ -127,10 +128,10 @@ def size_fleet(
     price = {gpu: econ.purchase_usd for gpu, econ in economics.items()}
     solving = (solver, time_limit_s)
     if reserved is None or reserving is None:
-        model = FleetModel(jobs, [bought], rent_rows, num_slots, price)
+        model = FleetModel(jobs, [bought], rent_rows, num_slots, price, horizon_s)
         return _solve_options([model], rates, reserved, horizon_days, solving, held_only)
     pools = _reserved_pools(reserving, reserved, economics, jobs, horizon_h, no_rent)
-    models = [FleetModel(jobs, [bought, pool], rent_rows, num_slots, price) for pool in pools]
+    models = [FleetModel(jobs, [bought, pool], rent_rows, num_slots, price, horizon_s) for pool in pools]
     return _solve_options(models, rates, reserved, horizon_days, solving, held_only)
 
 
@@ -175,21 +176,27 @@ def _job_options(
     prune: bool,
     reserving_kind: bool,
     held_only: frozenset[str],
-) -> tuple[list[int | None], SlotOptions, SlotOptions | None]:
-    """Each job's rented row (None: it runs only on ``held_only`` types), its owned options (the
-    types to buy or already owned, ``held``: within the most of each, I_g + max_purchase_g) and, under
-    a reserved kind, its reserved ones (every type but ``held_only``: the types to rent are the jobs'
-    own). ``slotting``: the horizon's seconds and slots."""
+) -> tuple[list[JobCandidates], list[int | None], SlotOptions, SlotOptions | None]:
+    """The jobs, each one's head along P for its release (precedence.py ``chained``), each job's rented
+    row (None: it runs only on ``held_only`` types), its owned options (the types to buy or already
+    owned, ``held``: within the most of each, I_g + max_purchase_g) and, under a reserved kind, its
+    reserved ones (every type but ``held_only``: the types to rent are the jobs' own). ``slotting``:
+    the horizon's seconds and slots."""
     horizon_s, num_slots = slotting
     slot_s = slot_length_s(horizon_s, num_slots)
-    rent_rows, owned, reserving, failed = [], [], [], []
-    for j, job in enumerate(jobs):
-        finish_by = job_finish_s(job, horizon_s)
+    rent_rows, owned, reserving, failed, feasible = [], [], [], [], []
+    finish = [job_finish_s(job, horizon_s) for job in jobs]
+    for job, finish_by in zip(jobs, finish, strict=True):
         try:
-            rows = _job_rows(job, finish_by, held, horizon_s)
+            feasible.append(_job_rows(job, finish_by, held, horizon_s))
         except InfeasiblePlan as exc:  # every job that cannot run is named (slots.py jobs_infeasible)
             failed.append((job.name, exc))
-            continue
+    if failed:
+        raise jobs_infeasible(failed)
+    fastest = [float(np.min(job.table.time_to_train_s[rows])) for job, rows in zip(jobs, feasible, strict=True)]
+    jobs = chained(jobs, fastest, finish)
+    for j, (job, finish_by) in enumerate(zip(jobs, finish, strict=True)):
+        rows = _from_head(job, feasible[j], finish_by)
         rentable = rows[~np.isin(job.table.gpu_id[rows], list(held_only))]
         rent_rows.append(rent_row(job.table, rentable) if len(rentable) else None)
         buyable = rows[np.isin(job.table.gpu_id[rows], list(held))]
@@ -198,9 +205,15 @@ def _job_options(
         owned.append(expand_starts(j, job, _pruned(job.table, buyable, prune), num_slots, slot_s, finish_by))
         if reserving_kind:
             reserving.append(expand_starts(j, job, _pruned(job.table, rentable, prune), num_slots, slot_s, finish_by))
-    if failed:
-        raise jobs_infeasible(failed)
-    return rent_rows, concat_options(owned), concat_options(reserving) if reserving else None
+    return jobs, rent_rows, concat_options(owned), concat_options(reserving) if reserving else None
+
+
+def _from_head(job: JobCandidates, rows: np.ndarray, finish_by: float | None) -> np.ndarray:
+    """The rows that end by ``finish_by`` from the job's head (its release where no job precedes it:
+    all of ``rows``), so a rented row fits after its chain."""
+    if finish_by is None:
+        return rows
+    return rows[job.release_s + job.table.time_to_train_s[rows] <= finish_by * (1 + 1e-12)]
 
 
 def _pruned(table: ScoredTable, rows: np.ndarray, prune: bool) -> np.ndarray:
@@ -231,7 +244,8 @@ def _solve_options(
     model = models[-1]
     other = Holding.RENTED if reserved is None else Holding.RESERVED
     mixed, solver_name = _cheapest(models, {Holding.OWNED, other}, solver, time_limit_s)
-    assert mixed is not None, "every job can be rented, reserved or bought"
+    if mixed is None:  # every job can be rented, reserved or bought: only a chain (after) can leave none
+        raise _no_chained_fleet(model)
     buy_only, _ = model.solve({Holding.OWNED}, solver, time_limit_s)
     no_buy: FleetPlan | None
     if model.held[0].owned:  # nothing bought: the jobs on the GPUs already owned, or rented (reserved)
@@ -239,6 +253,8 @@ def _solve_options(
     elif reserved is None:  # None where a job runs only on held_only types
         rentable = all(r is not None for r in model.rent_rows)
         no_buy = model.plan({}, [None] * len(model.jobs)) if rentable else None
+        # every job on its rent row, a chain's (P) may end a job past its deadline: then none
+        no_buy = no_buy if no_buy is not None and model.in_time(no_buy) else None
     else:
         no_buy, _ = _cheapest(models, {Holding.RESERVED}, solver, time_limit_s)  # None: a job runs only bought
     return FleetSolution(
@@ -255,6 +271,18 @@ def _solve_options(
         held_only=held_only,
         owned=dict(model.held[0].owned),
     )
+
+
+def _no_chained_fleet(model: FleetModel) -> InfeasiblePlan:
+    """No option holds every job in time: each chain (P) fits on its jobs' fastest rows, but not on the
+    rows a fleet can hold (its rent rows, its GPUs bought up to max_purchase, started in slots)."""
+    assert any(job.after for job in model.jobs), "every job can be rented, reserved or bought"
+    detail = (
+        "the jobs' chains (after) cannot all end by their deadlines on the GPUs this fleet may rent, reserve"
+        f" or buy, its owned jobs starting in {model.num_slots} slots"
+    )
+    fix = "raise deadline_days or horizon_days, raise num_slots, or drop a job from an after"
+    return InfeasiblePlan(Constraint.DEADLINE, detail, fix)
 
 
 def _cheapest(

@@ -14,10 +14,11 @@ import pulp
 from planner.search.fleet_plan import FleetAssignment, FleetPlan, Holding, band_factors, compacted
 from planner.search.ilp import chosen_index
 from planner.search.ownership import GpuBreakEven, GpuEconomics
+from planner.search.precedence import precedence_constraints, predecessors
 from planner.search.reserved import ReservedPrices
-from planner.search.slots import JobCandidates, SlotOptions, usage_constraints
+from planner.search.slots import JobCandidates, SlotOptions, job_finish_s, usage_constraints
 from planner.search.solver import new_binaries, new_variable, run_solver
-from planner.units import SECONDS_PER_HOUR
+from planner.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 
 __all__ = ["Choice", "FleetModel", "HeldPool", "owned_pool", "reserved_pool"]
 
@@ -102,6 +103,7 @@ class FleetModel:
     rent_rows: list[int | None]  # None: the job runs only on held-only types
     num_slots: int
     price_usd: dict[str, float]  # each type's purchase price
+    horizon_s: float
 
     def solve(
         self, holdings: Collection[Holding], solver: str, time_limit_s: float | None, buying: bool = True
@@ -138,6 +140,7 @@ class FleetModel:
             ys = y[first : first + len(p.options.job)]
             usage_constraints(problem, p.options, ys, self.num_slots, num_jobs, p.capacity(k))
             first += len(ys)
+        self._precedence(problem, pools, (y, job_of), z)
         optimal, solver_name = run_solver(problem, solver, time_limit_s)
         if not optimal:
             return None, solver_name
@@ -152,6 +155,43 @@ class FleetModel:
         }
         return self.plan(held, chosen), solver_name
 
+    def in_time(self, plan: FleetPlan) -> bool:
+        """Every job of ``plan`` ends by its D_j (deadline, or the horizon): the solved ones do, by (2)
+        and P; one whose jobs are all rented is priced as given."""
+        return all(
+            a.end_s <= (job_finish_s(job, self.horizon_s) or self.horizon_s) * (1 + 1e-12)
+            for job, a in zip(self.jobs, plan.assignments, strict=True)
+        )
+
+    def _precedence(
+        self, problem: pulp.LpProblem, pools: Sequence[HeldPool], held: tuple[list, np.ndarray], z: list
+    ) -> None:
+        """S_j >= E_i for (i, j) in P (docs/ilp.md "Precedence"), in days: a held job's start and end
+        are its option's (``held``: the y_o and each one's job); a rented one (z_j = 1) starts at Q_j,
+        r_j <= Q_j <= D_j - T_j (its rent row's T_j), Q_j = 0 where it is held, and ends at Q_j + T_j z_j."""
+        after = predecessors(self.jobs)
+        if not any(after):
+            return
+        y, job_of = held
+        day = [np.concatenate([getattr(p.options, t) for p in pools]) / SECONDS_PER_DAY for t in ("start_s", "end_s")]
+        S, E = (
+            [
+                pulp.LpAffineExpression((y[i], float(days[i])) for i in np.flatnonzero(job_of == j))
+                for j in range(len(self.jobs))
+            ]
+            for days in day
+        )
+        for j, (job, row) in enumerate(zip(self.jobs, self.rent_rows, strict=True)):
+            if not z or row is None:
+                continue
+            T = float(job.table.time_to_train_s[row]) / SECONDS_PER_DAY
+            latest = (job_finish_s(job, self.horizon_s) or self.horizon_s) / SECONDS_PER_DAY - T
+            Q = new_variable(problem, f"Q_{j}", 0, latest)
+            problem += job.release_s / SECONDS_PER_DAY * z[j] <= Q
+            problem += latest * z[j] >= Q
+            S[j], E[j] = S[j] + Q, E[j] + Q + T * z[j]
+        precedence_constraints(problem, after, S, E)
+
     def plan(self, held: Mapping[Holding, Mapping[str, int]], chosen: Sequence[Choice]) -> FleetPlan:
         """Price a decision: the GPUs held (bought, reserved) and, per job, its held option (None: rented)."""
         assignments = [self._assignment(j, choice) for j, choice in enumerate(chosen)]
@@ -159,7 +199,7 @@ class FleetModel:
         bought = self.held[0]  # the GPUs bought and already owned
         pool = {g: bought.owned.get(g, 0) + purchased.get(g, 0) for g in {**bought.owned, **purchased}}
         release = {job.name: job.release_s for job in self.jobs}
-        assignments = compacted(assignments, pool, reserved, release)
+        assignments = compacted(assignments, pool, reserved, release, predecessors(self.jobs))
         fixed = {p.holding: p.fixed_usd for p in self.held}
         terms = next((p.terms or 0 for p in self.held if p.holding is Holding.RESERVED), 0)
         ownership = sum(fixed[Holding.OWNED][g] * count for g, count in purchased.items())

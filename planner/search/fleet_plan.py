@@ -4,7 +4,7 @@ job holds its GPUs (:class:`Holding`); split out of planner/search/fleet.py, whi
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING
@@ -223,6 +223,7 @@ class FleetSolution:
     # the chosen option's jobs that end past their deadlines at their bands' slow ends (trial s51 M5)
     late_at_band_end: tuple[LateAtBandEnd, ...] = ()
     release_days: Mapping[str, float] = field(default_factory=dict)  # job -> its start_after_days, where set
+    after: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # job -> the jobs it starts after, where set
     # what the request itself warns of, beside the solve's (the jobs file's: settings it reads and
     # ignores, deadlines past the horizon); fleet51 M2: they were on stderr only, not in --json
     request_warnings: tuple[str, ...] = ()
@@ -297,20 +298,22 @@ def compacted(
     purchased: Mapping[str, int],
     reserved: Mapping[str, int] | None = None,
     release_s: Mapping[str, float] | None = None,
+    after: Sequence[Sequence[int]] | None = None,
 ) -> list[FleetAssignment]:
-    """The held jobs list-scheduled on the GPUs bought (and, apart, those reserved), in the order the
-    slots started them (slots.py ``list_schedule``: no job starts later, trial s25: a job waited for
-    its slot with the GPUs free), none before its release (``release_s``: job -> seconds; none: 0);
-    rented jobs start at once. Costs do not move: held GPUs are paid for the horizon (or the terms),
-    busy hours and rent by the hour."""
-    out = list(assignments)
-    for holding, held in ((Holding.OWNED, purchased), (Holding.RESERVED, reserved or {})):
-        mine = [i for i, a in enumerate(assignments) if a.holding is holding]
-        order = sorted(range(len(mine)), key=lambda k: assignments[mine[k]].start_s)
-        durations = [assignments[i].end_s - assignments[i].start_s for i in mine]
-        gpus = [assignments[i].gpu_id for i in mine]
-        release = [(release_s or {}).get(assignments[i].job, 0.0) for i in mine]
-        starts = list_schedule(order, gpus, [assignments[i].num_gpus for i in mine], durations, held, release)
-        for k, i in enumerate(mine):
-            out[i] = replace(assignments[i], start_s=starts[k], end_s=starts[k] + durations[k])
-    return out
+    """Every job list-scheduled in the order the slots started them (slots.py ``list_schedule``: no job
+    starts later, trial s25: a job waited for its slot with the GPUs free): a held one on the GPUs
+    bought (and, apart, those reserved), a rented one at once (no cap); none before its release
+    (``release_s``: job -> seconds; none: 0) nor before its predecessors end (``after``: each one's,
+    by index into ``assignments``; docs/ilp.md "Precedence"). Costs do not move: held GPUs are paid
+    for the horizon (or the terms), busy hours and rent by the hour."""
+    held = {Holding.OWNED: purchased, Holding.RESERVED: reserved or {}}
+    pool = [f"{a.holding}:{a.gpu_id}" for a in assignments]  # each holding's GPUs of a type apart
+    capacity = {f"{h}:{g}": count for h, counts in held.items() for g, count in counts.items()}
+    every_job = sum(a.num_gpus for a in assignments)
+    capacity |= {p: every_job for p, a in zip(pool, assignments, strict=True) if a.holding is Holding.RENTED}
+    order = sorted(range(len(assignments)), key=lambda k: assignments[k].start_s)
+    durations = [a.end_s - a.start_s for a in assignments]
+    release = [(release_s or {}).get(a.job, 0.0) for a in assignments]
+    counts = [a.num_gpus for a in assignments]
+    starts = list_schedule(order, pool, counts, durations, capacity, release, after)
+    return [replace(a, start_s=s, end_s=s + d) for a, s, d in zip(assignments, starts, durations, strict=True)]

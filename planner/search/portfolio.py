@@ -25,6 +25,7 @@ from planner.search.portfolio_objective import PortfolioWeights, portfolio_weigh
 from planner.search.portfolio_reserved import ReservedGpus, ReservedPools, reserved_answer, reserved_rates
 from planner.search.portfolio_rows import PortfolioRows, candidate_rows, dot, hourly
 from planner.search.portfolio_ties import gap_to_bound, settle_near_ties
+from planner.search.precedence import chained, precedence_constraints, predecessors
 from planner.search.reserved import ReservedPrices
 from planner.search.slot_bound import SlottedInstance, bounded_options
 from planner.search.slots import (
@@ -169,6 +170,8 @@ def solve_portfolio(
     finish_by = [job_finish_s(job, horizon_s) for job in jobs]
     reserved_rate = reserved_rates(jobs, inventory, rented, reserved)
     options = candidate_rows(jobs, inventory, finish_by, F, v, prune, rented, reserved_rate)
+    fastest = [float(np.min(options.T[options.job == j])) * SECONDS_PER_DAY for j in range(len(jobs))]
+    jobs = chained(jobs, fastest, finish_by)  # r_j: each job's head along P
     pools = None
     r = [job.release_s / SECONDS_PER_DAY for job in jobs]  # r_j, days
     latest = max(job.release_s for job in jobs)
@@ -184,7 +187,7 @@ def solve_portfolio(
     exact = len(jobs) <= EXACT_MAX_JOBS if exact is None else exact
     held = tuple(sorted((g, F[g]) for g in inventory if g not in rented))
     if exact:
-        order_of = _exact_order(problem, options, weights, inventory, (r, D), H)
+        order_of = _exact_order(problem, options, weights, inventory, (r, D), (H, predecessors(jobs)))
         optimal, solver_name = run_solver(problem, solver, time_limit_s)
         if not optimal:
             raise shared_inventory_infeasible(jobs, inventory, horizon_s, exact)
@@ -216,7 +219,7 @@ def _many_jobs(
     model (``slots``: the horizon, the number of slots): for a short time only where LB certifies the
     lanes already, enough to keep an optimum it proves at once. The better of the two answers."""
     bound, lanes = _lanes(jobs, options, weights, inventory, finish_by, (solver, time_limit_s), pools)
-    if any(job.release_s for job in jobs):  # the lanes know no release (LB, a relaxation, still bounds)
+    if any(job.release_s or job.after for job in jobs):  # the lanes know no release nor P (LB still bounds)
         lanes = None
     certified = lanes is not None and gap_to_bound(lanes, bound) <= LANES_GAP
     horizon_s, num_slots = slots
@@ -271,12 +274,14 @@ def _exact_order(
     weights: PortfolioWeights,
     inventory: Mapping[str, int],
     window: tuple[list[float], list[float]],
-    H: float,
+    bounds: tuple[float, Sequence[Sequence[int]]],
 ) -> Callable[[], _Read]:
     """Write :func:`solve_portfolio`'s model into ``problem``; returns what reads, once solved,
     the chosen option per job, the jobs in order of start and the GPUs reserved per type.
-    ``window``: each job's release r_j and D_j, days (S_j >= r_j)."""
+    ``window``: each job's release r_j and D_j, days (S_j >= r_j); ``bounds``: H and each job's
+    predecessors (S_j >= E_i, docs/ilp.md "Precedence")."""
     r, D = window
+    H, after = bounds
     num_jobs = len(D)
     y = new_binaries(problem, "y", len(options.job))
     S = [new_variable(problem, f"S_{j}", r[j], D[j]) for j in range(num_jobs)]
@@ -288,6 +293,7 @@ def _exact_order(
         problem += pulp.lpSum(y[i] for i in np.flatnonzero(options.job == j)) == 1  # (1)
         problem += E[j] <= D[j]  # (2)
         problem += E[j] <= M
+    precedence_constraints(problem, after, S, E)
     sources = {**inventory, **({} if weights.reserved is None else weights.reserved.sizes(m))}
     flow_constraints(problem, options, y, S, E, M, inventory, sources, H)  # (3)-(7)
 
@@ -352,7 +358,10 @@ def _slotted_order(
     )
     source = np.array([index_of[int(j), int(r)] for j, r in zip(slotted.job, slotted.row, strict=True)], dtype=int)
     bounded = None
-    if prune:  # the options a schedule no worse than a greedy one may pick (planner/search/slot_bound.py)
+    after = predecessors(jobs)
+    # the options a schedule no worse than a greedy one may pick (planner/search/slot_bound.py); the
+    # greedy schedule knows no P, so with any it stands aside and every option is kept
+    if prune and not any(after):
         bounded = bounded_options(_instance(slotted, source, options, weights, inventory, num_slots, len(jobs)))
         slotted, source = subset_options(slotted, bounded.keep), source[bounded.keep]
     end_days = slotted.end_days
@@ -370,6 +379,8 @@ def _slotted_order(
     for j in range(len(jobs)):
         problem += pulp.lpSum(z[i] for i in np.flatnonzero(slotted.job == j)) == 1
         problem += ends[j] <= M
+    starts = [dot(z, slotted.start_s / SECONDS_PER_DAY, slotted.job == j) for j in range(len(jobs))]
+    precedence_constraints(problem, after, starts, ends)  # on the options' own times: docs/ilp.md
     pools = {**inventory, **({} if weights.reserved is None else weights.reserved.sizes(m))}
     usage_constraints(problem, slotted, z, num_slots, len(jobs), pools.__getitem__)
     # (7) of the exact model: every schedule delivers its GPU-days by M, so the cut removes no
@@ -433,7 +444,13 @@ def _read(
     days = [float(options.T[i]) for i in chosen]
     release = [job.release_s / SECONDS_PER_DAY for job in jobs]
     start = list_schedule(
-        order, [str(options.gpu[i]) for i in chosen], [int(options.n[i]) for i in chosen], days, inventory, release
+        order,
+        [str(options.gpu[i]) for i in chosen],
+        [int(options.n[i]) for i in chosen],
+        days,
+        inventory,
+        release,
+        predecessors(jobs),
     )
     end = [s + t for s, t in zip(start, days, strict=True)]
     makespan = max(end)

@@ -48,7 +48,9 @@ __all__ = [
     "job_finish_s",
     "job_rows",
     "jobs_infeasible",
+    "limit_key",
     "list_schedule",
+    "respecting",
     "shared_inventory_infeasible",
     "slot_length_s",
     "slotted_span_s",
@@ -81,6 +83,9 @@ class JobCandidates:
     # r_j: the job starts no earlier (a jobs file's start_after_days; trial s51 H4: every job was
     # available on day 0); its deadline still counts from day 0
     release_s: float = 0.0
+    # the jobs of the same portfolio (fleet) it starts after, by name: (i, j) in P for each i named
+    # (a jobs file's after; docs/ilp.md "Precedence"); its deadline still counts from day 0
+    after: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.release_s) and self.release_s >= 0):
@@ -181,7 +186,7 @@ def _deadline_answer(
     return _in_days_fields(required_s, detail, fix, short or ["deadline_days"])
 
 
-def _limit_key(job: JobCandidates, finish_by: float | None) -> str:
+def limit_key(job: JobCandidates, finish_by: float | None) -> str:
     """The jobs-file key of the limit ``finish_by`` is: the job's deadline_days, else horizon_days."""
     return "deadline_days" if finish_by == job.deadline_s else "horizon_days"
 
@@ -189,7 +194,7 @@ def _limit_key(job: JobCandidates, finish_by: float | None) -> str:
 def _no_window(job: JobCandidates, finish_by: float | None) -> InfeasiblePlan:
     """A job released on or after its deadline (or the horizon): no time to run in (the jobs file
     refuses it before; the API's callers may not)."""
-    day, key = (finish_by or 0.0) / SECONDS_PER_DAY, _limit_key(job, finish_by)
+    day, key = (finish_by or 0.0) / SECONDS_PER_DAY, limit_key(job, finish_by)
     detail = (
         f"job {job.name!r}: released on day {job.release_s / SECONDS_PER_DAY:,g} (start_after_days), not"
         f" before its {key} of day {day:,g}, which counts from day 0"
@@ -204,7 +209,7 @@ def _released_deadline_answer(
     """A released job's deadline answer: the days between its release and its deadline (or the
     horizon), which count from day 0, and the two keys that would make room (trial s51 H4)."""
     release, limit = job.release_s / SECONDS_PER_DAY, (finish_by or 0.0) / SECONDS_PER_DAY
-    key = _limit_key(job, finish_by)
+    key = limit_key(job, finish_by)
     detail += (
         f"; it starts on day {release:,g} at the earliest (start_after_days) and must end by day {limit:,g}"
         f" ({key}, from day 0): {limit - release:,.1f} days"
@@ -333,6 +338,19 @@ def jobs_infeasible(failed: Sequence[tuple[str, InfeasiblePlan]]) -> InfeasibleP
     )
 
 
+def respecting(order: Sequence[int], after: Sequence[Sequence[int]]) -> list[int]:
+    """``order`` with each job moved after its predecessors where it came before one of them, the
+    rest kept (the first job in ``order`` whose predecessors are all placed goes next): unchanged
+    where ``order`` respects P already, as every model's order of starts does."""
+    left, out, placed = list(order), list[int](), set[int]()
+    while left:
+        j = next(j for j in left if placed.issuperset(after[j]))
+        left.remove(j)
+        out.append(j)
+        placed.add(j)
+    return out
+
+
 def list_schedule(
     order: Sequence[int],
     gpu: Sequence[str],
@@ -340,16 +358,22 @@ def list_schedule(
     duration: Sequence[float],
     inventory: Mapping[str, int],
     release: Sequence[float] | None = None,
+    after: Sequence[Sequence[int]] | None = None,
 ) -> list[float]:
     """Start times of a serial list schedule: each job, in ``order``, starts at the earliest time
-    from its ``release`` (None: 0 for all) at which its GPU type has its ``num_gpus`` free for its
-    whole duration, given the jobs placed before it (every job fits the inventory alone). Times in the
-    unit of ``duration``."""
+    from its ``release`` (None: 0 for all) and its predecessors' ends (``after``: each job's, by
+    index; None: none) at which its GPU type has its ``num_gpus`` free for its whole duration, given
+    the jobs placed before it (every job fits the inventory alone). A job listed before one of its
+    predecessors waits for it (``respecting``). Times in the unit of ``duration``."""
     start = [math.nan] * len(order)
     placed: list[int] = []
+    if after is not None:
+        order = respecting(order, after)
     for j in order:
         same = [k for k in placed if gpu[k] == gpu[j]]
         ready = 0.0 if release is None else release[j]
+        if after is not None:
+            ready = max([ready, *(start[i] + duration[i] for i in after[j])])
         for t in sorted({ready, *(end for k in same if (end := start[k] + duration[k]) > ready)}):
             end = t + duration[j]
             checks = [t, *(start[k] for k in same if t < start[k] < end)]

@@ -51,10 +51,12 @@ def brute_force(
     buy=True,
     unrented=(),
     options_of=None,
+    keep=None,
 ):
     """Least total over explicit purchase counts b_g and every way to run each job: owned (on a type
     owned or to buy, held on I_g + b_g) or rented; every total holds the owned GPUs' running cost.
-    ``options_of``: a job's ways to run alone, (row, slot, end, slots held) (default: from day 0)."""
+    ``options_of``: a job's ways to run alone, (row, slot, end, slots held) (default: from day 0);
+    ``keep``: which ways of every job together may run (default: all)."""
     options_of = options_of or job_options
     horizon_s, hours = horizon_days * DAY, horizon_days * 24
     rates = {g: break_even(g, e, tco, hours, e.rent_usd_per_gpu_hour) for g, e in economics.items()}
@@ -69,6 +71,8 @@ def brute_force(
     best = None
     buyable = {g: (range(max_purchase[g] + 1) if buy else [0]) for g in economics}
     for combo in itertools.product(*per_job):
+        if keep is not None and not keep(combo):
+            continue
         usage = {str(g): np.zeros(2 * num_slots) for g in GPUS}
         cost = sunk
         for job, (row, slot, _, held, is_held) in zip(jobs, combo, strict=True):

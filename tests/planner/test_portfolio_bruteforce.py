@@ -39,15 +39,16 @@ def small_job(rng: np.random.Generator, name: str, num_gpu_types: int) -> JobCan
     return JobCandidates(name, table, deadline_s=deadline)
 
 
-def serial_schedule(order, gpu, n, T, inventory, release=None) -> list[float]:
-    """Each job in turn at the earliest time from its release (``release``: none, day 0 for all) its n
-    GPUs stay free for T, found by sweeping the usage profile of the jobs already placed (written
-    apart from planner's list_schedule)."""
+def serial_schedule(order, gpu, n, T, inventory, release=None, after=None) -> list[float]:
+    """Each job in turn at the earliest time from its release (``release``: none, day 0 for all) and
+    its predecessors' ends (``after``: each job's, placed before it) its n GPUs stay free for T, found
+    by sweeping the usage profile of the jobs already placed (written apart from planner's list_schedule)."""
     release = release or [0.0] * len(T)
     start: dict[int, float] = {}
     for j in order:
         placed = [k for k in start if gpu[k] == gpu[j]]
-        for t in sorted({release[j], *(e for k in placed if (e := start[k] + T[k]) > release[j])}):
+        ready = max([release[j], *(start[i] + T[i] for i in (after or {}).get(j, ()))])
+        for t in sorted({ready, *(e for k in placed if (e := start[k] + T[k]) > ready)}):
             events = sorted({t, *(start[k] for k in placed), *(start[k] + T[k] for k in placed)})
             busy = (
                 sum(n[k] for k in placed if start[k] <= tau < start[k] + T[k]) for tau in events if t <= tau < t + T[j]

@@ -25,9 +25,11 @@ from planner.search.slots import JobCandidates, list_schedule
 DAY = 86400.0
 
 
-def brute_force(jobs, inventory, rates, weights, horizon_s):
+def brute_force(jobs, inventory, rates, weights, horizon_s, after=None):
     """Least objective over every row per job and every order, each job from its release (None: no
-    schedule fits). Rows that cannot end by the deadline from the release are none of the job's."""
+    schedule fits). Rows that cannot end by the deadline from the release are none of the job's.
+    ``after``: job index -> its predecessors' (P): only the orders that place them first, each job
+    from their ends too."""
     w_C, w_T = weights
     F = {g: rates[g].held_usd_per_gpu_hour for g in inventory}
     v = {g: rates[g].busy_usd_per_gpu_hour for g in inventory}
@@ -51,7 +53,9 @@ def brute_force(jobs, inventory, rates, weights, horizon_s):
         T = [job.table.time_to_train_s[r] for job, r in zip(jobs, rows, strict=True)]
         busy = sum(v[g] * k * d / 3600 for g, k, d in zip(gpu, n, T, strict=True))
         for order in itertools.permutations(range(len(jobs))):
-            start = serial_schedule(order, gpu, n, T, inventory, release)
+            if after and any(order.index(i) > order.index(j) for j, before in after.items() for i in before):
+                continue
+            start = serial_schedule(order, gpu, n, T, inventory, release, after)
             end = [s + d for s, d in zip(start, T, strict=True)]
             if any(e > f * (1 + 1e-12) for e, f in zip(end, finish, strict=True)):
                 continue

@@ -1,0 +1,55 @@
+"""A jobs file's after = [...] (docs/ilp.md "Precedence"): refused in one line naming the job and
+the key, exit 2; shown in the text and --json of portfolio and fleet where set."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ui.cli import main
+
+
+def _jobs(after: dict[str, str]) -> str:
+    """Three small jobs a, b, c on 8 owned H100, each with its ``after`` line where given."""
+    text = "horizon_days = 120\n[inventory]\nh100-sxm = 8\n"
+    for name in "abc":
+        text += f'[[jobs]]\nname = "{name}"\nmodel = "llama3.2-1b"\ntokens = 1e10\n'
+        text += f"after = {after[name]}\n" if name in after else ""
+    return text
+
+
+@pytest.mark.parametrize(
+    ("after", "words"),
+    [
+        ({"a": '"b"'}, "job 'a' (the 1st [[jobs]]): after: Input should be a valid list"),
+        ({"a": "[1]"}, "job 'a' (the 1st [[jobs]]): after.0: Input should be a valid string"),
+        ({"a": '["a"]'}, "job 'a': after names the job itself"),
+        ({"b": '["pretrain"]'}, "job 'b': after names 'pretrain', which is no job of the file (its jobs: a, b, c)"),
+        (
+            {"a": '["c"]', "b": '["a"]', "c": '["b"]'},
+            "after: the jobs wait on each other in a cycle, a -> b -> c -> a (each starts after the one before it ends)",
+        ),
+    ],
+)
+def test_a_bad_after_is_one_line(tmp_path: Path, capsys, after, words) -> None:
+    path = tmp_path / "jobs.toml"
+    path.write_text(_jobs(after))
+    assert main(["portfolio", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert words in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize("command", ["portfolio", "fleet"])
+def test_a_job_after_another_starts_when_it_ends_and_says_so(tmp_path: Path, capsys, command) -> None:
+    text = _jobs({"c": '["a", "b"]'})
+    path = tmp_path / "jobs.toml"
+    path.write_text(('buy = ["h100-sxm"]\n' if command == "fleet" else "") + text)
+    assert main([command, str(path), "--json"]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    rows = {j["job"]: j for j in (answer["assignments"] if command == "portfolio" else answer["mixed"]["assignments"])}
+    assert rows["c"]["after"] == ["a", "b"] and rows["a"]["after"] is None
+    assert rows["c"]["start_days"] >= max(rows["a"]["end_days"], rows["b"]["end_days"]) - 1e-9
+    assert main([command, str(path)]) == 0
+    assert "after: c after a, b (none starts before those end; deadlines count from day 0)" in capsys.readouterr().out
