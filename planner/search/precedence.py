@@ -116,7 +116,8 @@ def _late_chains(
             f" {limit / day:,g} ({key}, from day 0)"
         )
         fix = f"set {key} to {days_field(end_s)} or more, or drop {jobs[i].name!r} from after"
-        answer = InfeasiblePlan(Constraint.DEADLINE, detail, fix, required=end_s, available=limit, job=job.name)
+        # no available: plan's probe past the inventory (portfolio_answer.py) would size this job alone
+        answer = InfeasiblePlan(Constraint.DEADLINE, detail, fix, required=end_s, job=job.name)
         out.append((job.name, answer))
     return out
 

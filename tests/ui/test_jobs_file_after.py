@@ -53,3 +53,14 @@ def test_a_job_after_another_starts_when_it_ends_and_says_so(tmp_path: Path, cap
     assert rows["c"]["start_days"] >= max(rows["a"]["end_days"], rows["b"]["end_days"]) - 1e-9
     assert main([command, str(path)]) == 0
     assert "after: c after a, b (none starts before those end; deadlines count from day 0)" in capsys.readouterr().out
+
+
+def test_a_chain_past_a_deadline_is_named_without_a_gpu_count(tmp_path: Path, capsys) -> None:
+    """The chain's answer names it and the two ways out; no count of GPUs past the inventory, which
+    plan's probe would size for the last job alone (its chain is what ends late)."""
+    path = tmp_path / "jobs.toml"
+    path.write_text(_jobs({"c": '["a"]'}).replace('name = "c"\n', 'name = "c"\ndeadline_days = 0.5\n'))
+    assert main(["portfolio", str(path)]) == 0  # an answer, as every infeasible portfolio's
+    out = capsys.readouterr().out
+    assert "job 'c': after 'a', which ends on day" in out and "must end by day 0.5 (deadline_days" in out
+    assert "or drop 'a' from after" in out and "more than the inventory" not in out
