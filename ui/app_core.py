@@ -197,6 +197,7 @@ def widget_defaults(cat: Catalog) -> dict[str, object]:
         "job_name": "job-1",
         "horizon_days": 0.0,
         "job_start_after": 0.0,  # a job's start_after_days: from the start
+        "job_after": [],  # the jobs a job starts after: none
         "num_slots": 1,
         "portfolio_answer": "on_inventory",  # the portfolio's jobs on the inventory, or rent vs buy (fleet)
         "fleet_horizon_days": 365.0,  # a year, as examples/fleet.toml (fleet needs a horizon)
@@ -308,8 +309,13 @@ def local_gpus_frame(found: Sequence) -> pd.DataFrame:
     )
 
 
-def jobs_frame(requests: dict[str, PlanRequest], releases: dict[str, float] | None = None) -> pd.DataFrame:
-    """One row per job; ``releases``: each job's start_after_days, where set."""
+def jobs_frame(
+    requests: dict[str, PlanRequest],
+    releases: dict[str, float] | None = None,
+    after: dict[str, tuple[str, ...]] | None = None,
+) -> pd.DataFrame:
+    """One row per job; ``releases``: each job's start_after_days, where set; ``after``: the jobs
+    each starts after, where any."""
     return pd.DataFrame(
         [
             {
@@ -317,6 +323,7 @@ def jobs_frame(requests: dict[str, PlanRequest], releases: dict[str, float] | No
                 "model": r.model.name,
                 "tokens_b": r.training_tokens / 1e9,
                 "start_after_days": (releases or {}).get(name),
+                "after": ", ".join((after or {}).get(name, ())),
                 "deadline_days": r.deadline_days,
                 "budget_usd": r.budget_usd,
             }

@@ -38,6 +38,7 @@ class FleetAsk:
     # option, their price sunk, as a jobs file's [inventory] under trainplan fleet (trial s51 H1)
     owned: tuple[tuple[str, int], ...] = ()
     release_days: tuple[tuple[str, float], ...] = ()  # job -> its start_after_days, where set (s51 H4)
+    after: tuple[tuple[str, tuple[str, ...]], ...] = ()  # job -> the jobs it starts after, where any (s52)
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,7 @@ def solve_fleet(
             calibration=calibration,
             owned=dict(ask.owned) or None,
             release_days=dict(ask.release_days) or None,
+            after=dict(ask.after) or None,
         )
     except InfeasiblePlan as exc:
         return FleetOutcome(infeasible=Infeasible.of(exc))

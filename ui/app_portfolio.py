@@ -76,6 +76,7 @@ def solve_jobs(
     tco: TcoAssumptions | None = None,
     calibration: PlanCalibration | None = None,
     release_days: dict[str, float] | None = None,
+    after: dict[str, tuple[str, ...]] | None = None,
 ) -> PortfolioOutcome:
     """``planner.api.explore.plan_portfolio`` as a table: one row per job's chosen plan, its days at
     its risk quantile and its owned-rate cost with their 80 % bands (planner/api/portfolio.py).
@@ -96,6 +97,7 @@ def solve_jobs(
         tco=tco or TcoAssumptions(),
         calibration=calibration,
         release_days=release_days or None,
+        after=after or None,
     )
     unpriced = catalog or load_catalog()  # the prices' warnings read it before any price kind
     try:

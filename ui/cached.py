@@ -149,6 +149,7 @@ def cached_portfolio(
     purchases: tuple[tuple[str, float], ...] = (),
     tco: TcoAssumptions | None = None,
     releases: tuple[tuple[str, float], ...] = (),
+    after: tuple[tuple[str, tuple[str, ...]], ...] = (),
 ) -> app_portfolio.PortfolioOutcome:
     """Every job estimated for the sidebar's stack (one settings profile for the whole schedule) on
     the sidebar's network (one cluster's inventory); ``rented``: the types without a count."""
@@ -166,6 +167,7 @@ def cached_portfolio(
         tco=tco,
         calibration=None if (applied := calibration_for(calibration)) is None else applied.record,
         release_days=dict(releases),
+        after=dict(after),
     )
 
 

@@ -27,7 +27,7 @@ from ui.held_price_texts import held_price_text
 from ui.i18n import Labels, plain
 from ui.number_box import number_box
 from ui.plan_card import PRICE_BASIS_KEYS
-from ui.portfolio_view import PORTFOLIO_FORMATS, job_releases, jobs_risk, late_text, money_and_band
+from ui.portfolio_view import PORTFOLIO_FORMATS, job_after, job_releases, jobs_risk, late_text, money_and_band
 from ui.purchase_texts import purchase_text, small_saving_text
 from ui.render_fleet import billed_days
 from ui.sidebar import Inputs
@@ -71,8 +71,10 @@ def fleet_ask(tr: Labels, inputs: Inputs) -> FleetAsk | None:
         key="fleet_owned",
         help=tr("fleet_owned_help"),
     )
-    releases = job_releases(st.session_state["portfolio_jobs"])
+    listed = st.session_state["portfolio_jobs"]
+    releases = job_releases(listed)
     return FleetAsk(
+        after=tuple(sorted(job_after(listed).items())),
         owned=tuple(sorted(counts.items())) if owned else (),
         release_days=tuple(sorted(releases.items())),
         buy=tuple((g, purchases[g]) for g in buy),

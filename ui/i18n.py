@@ -1136,6 +1136,12 @@ _LABELS: dict[str, tuple[str, str]] = {
         "任务最早可开始的日期（即任务文件中的 start_after_days），与期限一样从第 0 天算起；0 表示一开始即可。"
         "添加或更新任务时随任务保存。",
     ),
+    "job_after": ("Starts after these jobs end", "在这些任务结束后开始"),
+    "job_after_help": (
+        "The jobs this one waits for (a jobs file's after = [...]): it starts once every one of them has ended."
+        " Add or Update keeps the choice with the job.",
+        "本任务要等待的任务（即任务文件中的 after = [...]）：它们全部结束后本任务才开始。添加或更新任务时随任务保存。",
+    ),
     "add_job": ("Add job", "添加任务"),
     "clear_jobs": ("Remove all jobs", "移除全部任务"),
     "job_name_needed": ("Give the job a name.", "请为任务命名。"),
@@ -1158,6 +1164,7 @@ _LABELS: dict[str, tuple[str, str]] = {
     "remove_job": ("Remove this job", "移除此任务"),
     "col_deadline_days": ("deadline (days)", "期限（天）"),
     "col_start_after_days": ("start after (days)", "最早开始（天）"),
+    "col_after": ("after", "前置任务"),
     "col_budget_usd": ("budget (USD)", "预算（美元）"),
     "horizon_days": ("Horizon (days, 0 = none)", "时间范围（天，0 = 不限）"),
     "num_slots": ("Start-time slots", "开始时间槽数"),

@@ -88,6 +88,8 @@ def job_controls(tr: Labels, jobs: dict[str, str], inputs: Inputs) -> None:
     """Add the sidebar's job (with its release day); update or remove one job; remove all (buttons
     aligned with the inputs)."""
     releases: dict[str, float] = st.session_state["portfolio_releases"]
+    afters: dict[str, tuple[str, ...]] = st.session_state["portfolio_after"]
+    after = after_box(tr, jobs)
     left, start, mid, right = st.columns([2, 1, 1, 1], vertical_alignment="bottom")
     if NEXT_JOB_NAME in st.session_state:
         st.session_state["job_name"] = st.session_state.pop(NEXT_JOB_NAME)
@@ -98,10 +100,12 @@ def job_controls(tr: Labels, jobs: dict[str, str], inputs: Inputs) -> None:
     )  # fmt: skip
     if mid.button(tr("add_job"), key="add_job", use_container_width=True):
         keep_release(releases, name.strip(), release)
+        keep_after(afters, name.strip(), after)
         add_job(tr, jobs, name.strip(), inputs.key)
     if right.button(tr("clear_jobs"), key="clear_jobs", use_container_width=True):
         jobs.clear()
         releases.clear()
+        afters.clear()
     if not jobs:
         return
     left, mid, right = st.columns([2, 1, 1], vertical_alignment="bottom")
@@ -112,9 +116,11 @@ def job_controls(tr: Labels, jobs: dict[str, str], inputs: Inputs) -> None:
     if mid.button(tr("update_job"), key="update_job", use_container_width=True, help=tr("update_job_help")):
         jobs[picked] = inputs.key
         keep_release(releases, picked, release)
+        keep_after(afters, picked, after)
     if right.button(tr("remove_job"), key="remove_job", use_container_width=True):
         jobs.pop(picked, None)
         releases.pop(picked, None)
+        afters.pop(picked, None)
         st.rerun()
 
 
@@ -124,6 +130,29 @@ def keep_release(releases: dict[str, float], name: str, day: float) -> None:
         releases[name] = float(day)
     else:
         releases.pop(name, None)
+
+
+def after_box(tr: Labels, jobs: dict[str, str]) -> list[str]:
+    """The jobs the sidebar's job is to start after (a jobs file's ``after``; trial s52), chosen
+    among the listed ones; a choice whose job was removed is dropped before the box is drawn."""
+    if not jobs:
+        return []
+    st.session_state["job_after"] = [n for n in st.session_state.get("job_after", []) if n in jobs]
+    return st.multiselect(tr("job_after"), list(jobs), key="job_after", help=tr("job_after_help"))
+
+
+def keep_after(afters: dict[str, tuple[str, ...]], name: str, chosen: list[str]) -> None:
+    """The jobs ``name`` starts after (itself left out; none kept for none)."""
+    if deps := tuple(n for n in chosen if n != name):
+        afters[name] = deps
+    else:
+        afters.pop(name, None)
+
+
+def job_after(jobs: dict[str, str]) -> dict[str, tuple[str, ...]]:
+    """Each listed job's predecessors among the listed jobs, where any (a removed job drops out)."""
+    kept = {n: tuple(d for d in deps if d in jobs) for n, deps in st.session_state["portfolio_after"].items()}
+    return {n: deps for n, deps in kept.items() if n in jobs and deps}
 
 
 def job_releases(jobs: dict[str, str]) -> dict[str, float]:
@@ -152,7 +181,7 @@ def show_jobs(tr: Labels, inputs: Inputs) -> tuple[dict[str, PlanRequest], str] 
         return None
     requests = {name: PlanRequest.model_validate_json(text) for name, text in jobs.items()}
     st.dataframe(
-        app_core.jobs_frame(requests, job_releases(jobs)).rename(columns=lambda c: tr(f"col_{c}")),
+        app_core.jobs_frame(requests, job_releases(jobs), job_after(jobs)).rename(columns=lambda c: tr(f"col_{c}")),
         hide_index=True,
         placeholder=app_core.BLANK,
         key="portfolio_jobs_table",
@@ -199,6 +228,7 @@ def show_portfolio(tr: Labels, inputs: Inputs, requests: dict[str, PlanRequest])
             tuple(sorted(inputs.purchases.items())),
             inputs.tco,
             tuple(sorted(job_releases(jobs).items())),
+            tuple(sorted(job_after(jobs).items())),
         )
     show_portfolio_outcome(tr, outcome, inputs, jobs_risk(requests))
 

@@ -133,6 +133,7 @@ def init_state(cat: Catalog) -> None:
     st.session_state.setdefault(ROWS_KEY, default_rows(cat))
     st.session_state.setdefault("portfolio_jobs", {})
     st.session_state.setdefault("portfolio_releases", {})  # job -> its start_after_days, where set
+    st.session_state.setdefault("portfolio_after", {})  # job -> the jobs it starts after, where any
 
 
 def keep_values(cat: Catalog) -> None:

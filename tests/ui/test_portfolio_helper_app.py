@@ -124,3 +124,23 @@ def test_a_jobs_start_after_days_is_kept_with_it_and_holds_its_start():
     at.selectbox(key="job_pick").set_value("later").run()
     at.button(key="remove_job").click().run()
     assert at.session_state["portfolio_releases"] == {}
+
+
+def test_a_job_after_another_starts_when_it_ends_and_forgets_a_removed_one():
+    """Trial s52 (after52): the jobs file's after = [...] had no input on the page."""
+    at = run_app(portfolio_mode=True, gpus=["h100-sxm"], inventory={"h100-sxm": 64})
+    at.text_input(key="job_name").set_value("first")
+    at.button(key="add_job").click().run()
+    at.text_input(key="job_name").set_value("later")
+    at.multiselect(key="job_after").set_value(["first"])
+    at.button(key="add_job").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert table(at, EN("col_after")).set_index(EN("col_job")).loc["later", EN("col_after")] == "first"
+    schedule = table(at, EN("col_start_days")).set_index(EN("col_job"))
+    # on 64 GPUs both would run at once; after "first", "later" waits for its end
+    assert schedule.loc["later", EN("col_start_days")] >= schedule.loc["first", EN("col_end_days")] > 0
+    at.selectbox(key="job_pick").set_value("first").run()
+    at.button(key="remove_job").click().run()
+    assert not at.exception and at.session_state["portfolio_after"] == {"later": ("first",)}
+    assert table(at, EN("col_after")).set_index(EN("col_job")).loc["later", EN("col_after")] == ""
+    assert table(at, EN("col_start_days")).set_index(EN("col_job")).loc["later", EN("col_start_days")] == 0
