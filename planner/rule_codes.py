@@ -33,6 +33,7 @@ class RuleCode(StrEnum):
     DENSE_LAYERS_NOT_MOE = "dense_layers_not_moe"
     HEAD_DIM_ODD = "head_dim_odd"
     ROTARY_DIM_ODD = "rotary_dim_odd"
+    EXPERT_GROUPS = "expert_groups"
     # Layout's checks and resolve (planner/layout.py)
     DP_SHARD_ZERO = "dp_shard_zero"
     VPP_PP = "vpp_pp"
@@ -120,6 +121,9 @@ class RuleCode(StrEnum):
     HF_MISSING_KEY = "hf_missing_key"
     HF_MISSING_TEXT_CONFIG = "hf_missing_text_config"
     HF_MODEL_TYPE = "hf_model_type"
+    HF_MODEL_TYPE_ARCHITECTURE = "hf_model_type_architecture"
+    HF_ENCODER_DECODER = "hf_encoder_decoder"
+    HF_STATE_SPACE = "hf_state_space"
     HF_HEADS_HIDDEN = "hf_heads_hidden"
     HF_KV_HEADS = "hf_kv_heads"
     HF_EXPERTS_PER_TOKEN = "hf_experts_per_token"
@@ -176,6 +180,11 @@ TEMPLATES: dict[RuleCode, str] = {
     _C.DENSE_LAYERS_NOT_MOE: "dense_layers applies to MoE models only",
     _C.HEAD_DIM_ODD: "head_dim {head_dim} is odd: RoPE needs an even head dimension",
     _C.ROTARY_DIM_ODD: "rotary dimension {rotary_dim} (partial_rotary_factor) is odd: RoPE needs it even",
+    _C.EXPERT_GROUPS: (
+        "n_group {groups} and topk_group {topk_groups} cannot route {experts_per_token} of {experts} experts:"
+        " n_group must split the experts into groups of two or more (or be 1), and topk_group of them"
+        " (at most n_group) must hold the top {experts_per_token}"
+    ),
     _C.DP_SHARD_ZERO: "dp_shard must be >= 1, or -1 for 'the rest'",
     _C.VPP_PP: "vpp > 1 (interleaved schedule) needs pp > 1 and the 1f1b schedule",
     _C.DDP_SHARD: "sharding 'none' (DDP) replicates: use dp_replicate, not dp_shard",
@@ -375,7 +384,22 @@ TEMPLATES: dict[RuleCode, str] = {
     _C.HF_MISSING_TEXT_CONFIG: (
         "{where}: missing key 'text_config' (the language model; the vision tower is not planned)"
     ),
-    _C.HF_MODEL_TYPE: "{where}: unsupported model_type {model_type} (supported: {supported})",
+    _C.HF_MODEL_TYPE: (
+        "{where}: unsupported model_type {model_type} (supported: {supported}); docs/extending.md says how"
+        " to add a reader"
+    ),
+    # ``architecture``: the file's class a reader builds; ``family``: that reader's model_type.
+    _C.HF_MODEL_TYPE_ARCHITECTURE: (
+        "{where}: unsupported model_type {model_type}, but its architectures name {architecture}:"
+        " set model_type to {family}"
+    ),
+    _C.HF_ENCODER_DECODER: (
+        "{where}: model_type {model_type} is an encoder-decoder model (is_encoder_decoder): trainplan"
+        " plans decoder-only transformers"
+    ),
+    _C.HF_STATE_SPACE: (
+        "{where}: model_type {model_type} has state-space (Mamba) layers: trainplan plans decoder-only transformers"
+    ),
     _C.HF_HEADS_HIDDEN: "{where}: {heads} attention heads do not divide hidden size {hidden}",
     _C.HF_KV_HEADS: "{where}: {kv_heads} key/value heads do not divide {heads} attention heads",
     _C.HF_EXPERTS_PER_TOKEN: "{where}: num_experts_per_tok exceeds num_local_experts",

@@ -66,10 +66,7 @@ def _gemma_fields(spec: ModelSpec) -> dict[str, Any]:
 def _deepseek_v3_fields(spec: ModelSpec) -> dict[str, Any]:
     if spec.mla is None:
         raise ValueError(f"model {spec.name!r}: deepseek_v3 without latent attention has no transformers config")
-    # Group-limited routing: 8 groups, top 4, each group scored by its best two experts (needs
-    # two per group, and the 4 groups' experts must hold the top k); else one group.
-    per_group = spec.num_experts // 8
-    groups = 8 if spec.num_experts % 8 == 0 and per_group >= 2 and 4 * per_group >= spec.experts_per_token else 1
+    routing = spec.group_routing  # the native router's groups and scale
     return dict(
         head_dim=spec.mla.qk_rope_head_dim,  # transformers' rotary width
         intermediate_size=spec.dense_ffn_hidden_size or spec.ffn_hidden_size,
@@ -83,8 +80,10 @@ def _deepseek_v3_fields(spec: ModelSpec) -> dict[str, Any]:
         qk_nope_head_dim=spec.dim_head - spec.mla.qk_rope_head_dim,
         qk_rope_head_dim=spec.mla.qk_rope_head_dim,
         v_head_dim=spec.mla.v_head_dim,
-        n_group=groups,
-        topk_group=min(4, groups),
+        n_group=routing.groups,
+        topk_group=routing.topk_groups,
+        routed_scaling_factor=routing.routed_scale,
+        norm_topk_prob=spec.moe_renormalize,
     )
 
 
@@ -296,6 +295,7 @@ def load_hf_config(spec: ModelSpec, hf_config_path: str | None, seq_len: int):
     if hf_config_path is None:
         return config_from_spec(spec, seq_len)
     from transformers import AutoConfig
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
 
     path = Path(hf_config_path)
     try:
@@ -307,6 +307,8 @@ def load_hf_config(spec: ModelSpec, hf_config_path: str | None, seq_len: int):
         raise ValueError(f"{hf_config_path}: config has no model_type")
     data.pop("auto_map", None)  # never import code a config names
     model_type, data = _language_model(data, model_type)
+    if model_type not in CONFIG_MAPPING_NAMES and model_type != spec.family:
+        model_type = spec.family  # a name the reader aliases to a family transformers builds (kimi_k2)
     try:
         config = AutoConfig.for_model(model_type, **data)
     except ValueError as exc:

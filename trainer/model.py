@@ -28,6 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from planner.model.shape import GroupRouting
 from planner.model.spec import ModelSpec
 from planner.model.structure import native_unsupported, padded_vocab_size
 from trainer.context_parallel import ContextParallel, context_parallel_attention
@@ -75,7 +76,8 @@ class ModelArgs:
     dense_ffn_hidden_size: int | None = None
     shared_experts: int = 0
     router: str = "softmax"  # softmax (Mixtral, Qwen3-MoE) | sigmoid (DeepSeek-V3)
-    moe_renormalize: bool = True  # softmax router: top-k weights renormalised (ModelSpec.moe_renormalize)
+    moe_renormalize: bool = True  # top-k weights renormalised (ModelSpec.moe_renormalize)
+    routing: GroupRouting | None = None  # the sigmoid router's groups and scale (ModelSpec.group_routing)
 
     @classmethod
     def from_spec(cls, spec: ModelSpec, seq_len: int) -> ModelArgs:
@@ -124,6 +126,7 @@ def _deepseek_fields(spec: ModelSpec) -> dict:
         shared_experts=spec.shared_experts,
         router="sigmoid" if spec.family == "deepseek_v3" else "softmax",
         moe_renormalize=spec.moe_renormalize,
+        routing=spec.group_routing if spec.family == "deepseek_v3" else None,
     )
     if spec.mla is None:
         return fields
@@ -331,6 +334,7 @@ class TransformerBlock(nn.Module):
                 shared_experts=args.shared_experts,
                 router=args.router,
                 renormalize=args.moe_renormalize,
+                routing=args.routing,
             )
             if args.num_experts > 1 and index >= args.dense_layers  # DeepSeek: the first k are dense
             else FeedForward(args, args.dense_ffn_hidden_size if args.num_experts > 1 else None)

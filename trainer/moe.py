@@ -11,9 +11,10 @@ Routing as in Mixtral (Jiang et al. 2024, sec. 2.1; HF ``MixtralSparseMoeBlock``
 (HF ``Qwen3MoeSparseMoeBlock``): fp32 softmax over the experts, the top k, renormalised to sum to
 one (Qwen3-MoE: when ``norm_topk_prob``, as its releases set). Or as in DeepSeek-V3 (DeepSeek-AI 2024,
 sec. 2.1.2; transformers' ``DeepseekV3TopkRouter``): fp32 sigmoid affinities, experts chosen by
-affinity + ``e_score_correction_bias`` within the ``DEEPSEEK_TOPK_GROUPS`` best of
-``DEEPSEEK_GROUPS`` expert groups (a group scores its two best experts), weighted by their bare
-affinities renormalised and times ``DEEPSEEK_ROUTED_SCALE``; plus ``shared_experts`` always-on
+affinity + ``e_score_correction_bias`` within the ``topk_groups`` best of ``groups`` expert
+groups (a group scores its two best experts), weighted by their bare affinities renormalised
+(``norm_topk_prob``) and times ``routed_scale`` (``ModelSpec.group_routing``: the config's
+values, else DeepSeek-V3's 8, 4 and 2.5); plus ``shared_experts`` always-on
 experts (one SwiGLU MLP ``shared_experts x ffn`` wide). The correction bias is DeepSeek's
 auxiliary-loss-free balancing (sec. 2.1.2): after each optimizer step every expert's bias moves
 by ``DEEPSEEK_BIAS_UPDATE_SPEED`` towards balance, down if the expert took more than the mean of
@@ -41,26 +42,15 @@ from torch import nn
 from torch.distributed.device_mesh import DeviceMesh
 from torch.distributed.tensor import DTensor, Shard, distribute_tensor
 
+from planner.model.shape import GroupRouting, group_routing
+
 # Switch Transformer's alpha (Fedus et al. 2021, sec. 2.2: 1e-2 "large enough to ensure load
 # balancing while small enough to not overwhelm the primary cross-entropy objective").
 AUX_LOSS_COEF = 1e-2
-# DeepSeek-V3's router (its config.json and transformers' DeepseekV3Config defaults): 8 groups of
-# experts, the best 4 of them eligible, routed weights scaled by 2.5 after normalisation. The spec
-# does not carry them; a model whose expert count 8 does not divide routes over one group
-# (trainer/hf_model.py builds transformers' model by the same rule).
-DEEPSEEK_GROUPS = 8
-DEEPSEEK_TOPK_GROUPS = 4
-DEEPSEEK_ROUTED_SCALE = 2.5
 # DeepSeek-V3 report sec. 4.2: "the bias update speed gamma to 0.001" (for the first 14.3T
 # tokens, 0 after) and "the balance factor alpha to 0.0001".
 DEEPSEEK_BIAS_UPDATE_SPEED = 1e-3
 DEEPSEEK_BALANCE_COEF = 1e-4
-
-
-def deepseek_groups(num_experts: int) -> tuple[int, int]:
-    """(expert groups, eligible groups) of DeepSeek's group-limited routing."""
-    groups = DEEPSEEK_GROUPS if num_experts % DEEPSEEK_GROUPS == 0 else 1
-    return groups, min(DEEPSEEK_TOPK_GROUPS, groups)
 
 
 class _AllToAll(torch.autograd.Function):
@@ -169,13 +159,14 @@ class MoE(nn.Module):
         shared_experts: int = 0,
         router: str = "softmax",
         renormalize: bool = True,
+        routing: GroupRouting | None = None,
     ):
         super().__init__()
         self.num_experts, self.top_k, self.sigmoid = num_experts, top_k, router == "sigmoid"
         self.renormalize = renormalize
         self.router = nn.Linear(hidden_size, num_experts, bias=False)
         if self.sigmoid:
-            self.groups, self.topk_groups = deepseek_groups(num_experts)
+            self.routing = routing or group_routing(num_experts, top_k)
             # Checkpointed: it moves every step (update_router_bias); zeroed by reset_router_bias.
             self.register_buffer("e_score_correction_bias", torch.zeros(num_experts))
         # The step's routed copies per expert on this rank (counted in backward, _AuxLossGrad).
@@ -191,13 +182,16 @@ class MoE(nn.Module):
         """DeepSeek-V3: (weights, expert ids, normalised affinities for the balancing loss)."""
         scores = F.linear(x.float(), self.router.weight.float()).sigmoid()
         choice = scores.detach() + self.e_score_correction_bias
-        grouped = choice.view(-1, self.groups, self.num_experts // self.groups)
+        groups, topk_groups = self.routing.groups, self.routing.topk_groups
+        grouped = choice.view(-1, groups, self.num_experts // groups)
         best_groups = grouped.topk(min(2, grouped.shape[-1]), dim=-1).values.sum(dim=-1)
-        keep = torch.zeros_like(best_groups).scatter_(1, best_groups.topk(self.topk_groups, dim=-1).indices, 1.0)
+        keep = torch.zeros_like(best_groups).scatter_(1, best_groups.topk(topk_groups, dim=-1).indices, 1.0)
         eligible = keep.bool().unsqueeze(-1).expand_as(grouped).reshape_as(choice)
         experts = choice.masked_fill(~eligible, float("-inf")).topk(self.top_k, dim=-1).indices
         weights = scores.gather(1, experts)
-        weights = weights / (weights.sum(dim=-1, keepdim=True) + 1e-20) * DEEPSEEK_ROUTED_SCALE
+        if self.renormalize:
+            weights = weights / (weights.sum(dim=-1, keepdim=True) + 1e-20)
+        weights = weights * self.routing.routed_scale
         return weights, experts, scores / scores.sum(dim=-1, keepdim=True)
 
     def _route(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

@@ -326,6 +326,11 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
         "the rotary dimension {rotary_dim} is odd: RoPE needs an even one",
         "旋转维度 {rotary_dim} 为奇数：RoPE 需要偶数维度",
     ),
+    "reason_expert_groups": (
+        "n_group {groups} and topk_group {topk_groups} cannot route {experts_per_token} of {experts} experts",
+        "n_group {groups} 与 topk_group {topk_groups} 无法从 {experts} 个专家中路由 {experts_per_token} 个："
+        "n_group 须把专家分成每组至少两个（或为 1），且 topk_group（不超过 n_group）个组须容纳前 {experts_per_token} 个",
+    ),
     "reason_dp_shard_zero": (
         "dp_shard must be at least 1, or -1 for the rest of the GPUs",
         "dp_shard 必须至少为 1，或设为 -1 表示其余的 GPU",
@@ -685,8 +690,20 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
         "{where}：缺少键 'text_config'（语言模型部分；视觉部分不做规划）",
     ),
     "reason_hf_model_type": (
-        "{where}: unsupported model_type {model_type} (supported: {supported})",
-        "{where}：不支持的 model_type {model_type}（支持：{supported}）",
+        "{where}: unsupported model_type {model_type} (supported: {supported}); see docs/extending.md",
+        "{where}：不支持的 model_type {model_type}（支持：{supported}）；添加读取器的方法见 docs/extending.md",
+    ),
+    "reason_hf_model_type_architecture": (
+        "{where}: unsupported model_type {model_type}; its architectures name {architecture}: set model_type to {family}",
+        "{where}：不支持的 model_type {model_type}；其 architectures 为 {architecture}：请把 model_type 改为 {family}",
+    ),
+    "reason_hf_encoder_decoder": (
+        "{where}: {model_type} is an encoder-decoder model: only decoder-only transformers are planned",
+        "{where}：{model_type} 是编码器-解码器模型：trainplan 只规划仅解码器（decoder-only）的 Transformer",
+    ),
+    "reason_hf_state_space": (
+        "{where}: {model_type} has state-space (Mamba) layers: only decoder-only transformers are planned",
+        "{where}：{model_type} 含状态空间（Mamba）层：trainplan 只规划仅解码器（decoder-only）的 Transformer",
     ),
     "reason_hf_heads_hidden": (
         "{where}: {heads} attention heads do not divide hidden size {hidden}",

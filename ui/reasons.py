@@ -64,6 +64,7 @@ MODEL_REASONS = Reasons({
     _C.DENSE_LAYERS_NOT_MOE: "reason_dense_not_moe",
     _C.HEAD_DIM_ODD: "reason_head_dim_odd",
     _C.ROTARY_DIM_ODD: "reason_rotary_odd",
+    _C.EXPERT_GROUPS: "reason_expert_groups",
 })  # fmt: skip
 # What a fixed layout of the explorer can break: Layout, resolve, the structural rules, the precision.
 LAYOUT_REASONS = Reasons({
@@ -167,6 +168,9 @@ CONFIG_REASONS = Reasons({
     _C.HF_MISSING_KEY: "reason_hf_missing_key",
     _C.HF_MISSING_TEXT_CONFIG: "reason_hf_missing_text_config",
     _C.HF_MODEL_TYPE: "reason_hf_model_type",
+    _C.HF_MODEL_TYPE_ARCHITECTURE: "reason_hf_model_type_architecture",
+    _C.HF_ENCODER_DECODER: "reason_hf_encoder_decoder",
+    _C.HF_STATE_SPACE: "reason_hf_state_space",
     _C.HF_HEADS_HIDDEN: "reason_hf_heads_hidden",
     _C.HF_KV_HEADS: "reason_hf_kv_heads",
     _C.HF_EXPERTS_PER_TOKEN: "reason_hf_experts_per_token",

@@ -178,9 +178,8 @@ def gemma3_text(cfg: HfConfig) -> dict:
 def gemma3(cfg: HfConfig) -> dict:
     """Gemma 3 multimodal checkpoints (4B and up): the language model's ``text_config``; the
     vision tower is not planned. The released configs omit the vocabulary (transformers: 262208)."""
-    text = cfg.section("text_config")
-    data = {"vocab_size": 262208, **{k: v for k, v in text.data.items() if v is not None}}
-    return gemma3_text(HfConfig(cfg.path, data))
+    text = text_config(cfg, {"vocab_size": 262208})  # absent or null: names text_config (trial s52)
+    return gemma3_text(HfConfig(cfg.path, {k: v for k, v in text.data.items() if v is not None}))
 
 
 def phi3(cfg: HfConfig) -> dict:

@@ -20,6 +20,7 @@ from planner.catalog.hf_keys import (
     text_config,
 )
 from planner.errors import RuleCode
+from planner.model.shape import DEEPSEEK_ROUTED_SCALE, group_routing
 
 
 def qwen3_moe(cfg: HfConfig) -> dict:
@@ -52,7 +53,10 @@ def deepseek_v3(cfg: HfConfig) -> dict:
     """DeepSeek-V3: MLA, ``first_k_dense_replace`` dense blocks, then ``n_routed_experts``
     routed (``num_experts_per_tok`` per token) + ``n_shared_experts`` shared experts of
     ``moe_intermediate_size``; ``num_nextn_predict_layers`` MTP modules (counted apart).
-    transformers makes every layer from k on a MoE block (``moe_layer_freq`` is not read)."""
+    transformers makes every layer from k on a MoE block (``moe_layer_freq`` is not read). The
+    router's ``n_group``, ``topk_group``, ``routed_scaling_factor`` and ``norm_topk_prob`` are
+    kept for the trainer (Moonlight: one group, 2.446); ``scoring_func`` is not read, as
+    transformers' router is sigmoid whatever it says."""
     if cfg.flag("attention_bias", False):
         raise cfg.error(RuleCode.HF_DEEPSEEK_BIAS)
     fields = decoder_fields(cfg, "deepseek_v3", None, None, max_seq_len=4096)
@@ -71,18 +75,38 @@ def deepseek_v3(cfg: HfConfig) -> dict:
     dense = min(fields["num_layers"], _layer_count(cfg, "first_k_dense_replace", 3))
     fields.pop("head_dim", None)
     mtp = _layer_count(cfg, "num_nextn_predict_layers", 1)
+    experts = cfg.size("n_routed_experts", limit=MAX_EXPERTS, default=256)
+    experts_per_token = cfg.size("num_experts_per_tok", limit=MAX_EXPERTS, default=8)
     return fields | dict(
         head_dim=nope + rope,
         num_kv_heads=fields["num_heads"],
         mla=mla,
         dense_ffn_hidden_size=fields["ffn_hidden_size"],
         ffn_hidden_size=cfg.size("moe_intermediate_size", limit=MAX_FFN, default=2048),
-        num_experts=cfg.size("n_routed_experts", limit=MAX_EXPERTS, default=256),
-        experts_per_token=cfg.size("num_experts_per_tok", limit=MAX_EXPERTS, default=8),
+        num_experts=experts,
+        experts_per_token=experts_per_token,
         shared_experts=cfg.size("n_shared_experts", limit=MAX_EXPERTS, default=1),
         dense_layers=dense,
         mtp_layers=mtp,
+        **_group_routing(cfg, experts, experts_per_token),
     )
+
+
+def _group_routing(cfg: HfConfig, experts: int, experts_per_token: int) -> dict:
+    """The DeepSeek-V3 router's keys a config gives; left out where they are what the spec gives
+    without them (``group_routing``: DeepSeek-V3's own 8, 4, 2.5), so a spec is canonical, as
+    ``head_dim`` is. ``norm_topk_prob`` defaults True as in DeepseekV3Config."""
+    given: dict = {}
+    for field, key in (("groups", "n_group"), ("topk", "topk_group")):
+        if cfg.data.get(key) is not None:
+            given[field] = cfg.size(key, limit=MAX_EXPERTS)
+    if cfg.data.get("routed_scaling_factor") is not None:
+        given["scale"] = positive_number(cfg, "routed_scaling_factor", DEEPSEEK_ROUTED_SCALE)
+    fields: dict = dict(moe_renormalize=cfg.flag("norm_topk_prob", True))
+    if group_routing(experts, experts_per_token, **given) == group_routing(experts, experts_per_token):
+        return fields
+    names = dict(groups="expert_groups", topk="topk_expert_groups", scale="routed_scale")
+    return fields | {names[key]: value for key, value in given.items()}
 
 
 def gpt_oss(cfg: HfConfig) -> dict:

@@ -30,6 +30,13 @@ NormPlacement = Literal["pre", "post", "sandwich"]
 FUSED_QKV_FAMILIES = frozenset({"gpt2", "gpt_neox", "bloom", "mpt", "phi3"})
 # Families whose Hugging Face MoE layer runs every expert on every token (``hf_experts_dense``).
 DENSE_EXPERT_FAMILIES = frozenset({"llama4"})
+# DeepSeek-V3's router where a config does not say (its released config.json and transformers'
+# DeepseekV3Config defaults): 8 groups of experts, the best 4 eligible, routed weights scaled by
+# 2.5 after normalisation. A model whose experts do not split into 8 groups of two or more, or
+# whose 4 groups cannot hold the top k, routes over one group.
+DEEPSEEK_GROUPS = 8
+DEEPSEEK_TOPK_GROUPS = 4
+DEEPSEEK_ROUTED_SCALE = 2.5
 
 
 class LatentAttention(BaseModel):
@@ -44,6 +51,32 @@ class LatentAttention(BaseModel):
     kv_lora_rank: int = Field(ge=1)
     qk_rope_head_dim: int = Field(ge=1)
     v_head_dim: int = Field(ge=1)
+
+
+class GroupRouting(BaseModel):
+    """DeepSeek-V3's group-limited routing (``DeepseekV3TopkRouter``): the experts split into
+    ``groups`` equal groups, a group scored by its two best affinities, the top k chosen within
+    the ``topk_groups`` best groups, their weights times ``routed_scale``."""
+
+    model_config = FROZEN
+
+    groups: int = Field(ge=1)
+    topk_groups: int = Field(ge=1)
+    routed_scale: float = Field(gt=0)
+
+
+def group_routing(
+    experts: int, experts_per_token: int, groups: int | None = None, topk: int | None = None, scale: float | None = None
+) -> GroupRouting:
+    """A config's router values where it gave them, else ``DEEPSEEK_GROUPS`` groups where the
+    experts split into them (two or more each, the top k within ``DEEPSEEK_TOPK_GROUPS`` of
+    them), else one group; the scale ``DEEPSEEK_ROUTED_SCALE``."""
+    if groups is None:
+        per_group = experts // DEEPSEEK_GROUPS
+        splits = experts % DEEPSEEK_GROUPS == 0 and per_group >= 2
+        groups = DEEPSEEK_GROUPS if splits and DEEPSEEK_TOPK_GROUPS * per_group >= experts_per_token else 1
+    topk = min(DEEPSEEK_TOPK_GROUPS, groups) if topk is None else topk
+    return GroupRouting(groups=groups, topk_groups=topk, routed_scale=DEEPSEEK_ROUTED_SCALE if scale is None else scale)
 
 
 class ModelShape(BaseModel):
@@ -80,6 +113,11 @@ class ModelShape(BaseModel):
     dense_layers: int = Field(0, ge=0)  # MoE models: blocks with a dense MLP (DeepSeek: the first k)
     dense_ffn_hidden_size: int | None = Field(None, ge=1)  # their MLP width (None: ffn_hidden_size)
     mtp_layers: int = Field(0, ge=0)  # DeepSeek-V3 multi-token-prediction modules (counted apart)
+    # DeepSeek-V3's router as a config gives it (n_group, topk_group, routed_scaling_factor); None:
+    # the defaults of ``group_routing``. The trainer's; no planner effect.
+    expert_groups: int | None = Field(None, ge=1)
+    topk_expert_groups: int | None = Field(None, ge=1)
+    routed_scale: float | None = Field(None, gt=0)
     # Softmax routing: the top-k probabilities renormalised to sum to one (Mixtral; Qwen3-MoE's
     # norm_topk_prob, true in its releases) or used as they are. The trainer's; no planner effect.
     moe_renormalize: bool = True
@@ -136,12 +174,36 @@ class ModelShape(BaseModel):
             raise RuleViolation(RuleCode.CHUNKED_WITHOUT_CHUNK, {"chunked_layers": self.chunked_layers})
         if self.dense_layers and not self.is_moe:
             raise RuleViolation(RuleCode.DENSE_LAYERS_NOT_MOE, {"dense_layers": self.dense_layers})
+        if self.expert_groups is not None or self.topk_expert_groups is not None:
+            self._check_group_routing()
         if self.position == "rope" and self.rotary_dim % 2:
             # RoPE rotates pairs of channels: the trainer cannot build an odd rotary dimension.
             if self.rotary_dim == self.dim_head:
                 raise RuleViolation(RuleCode.HEAD_DIM_ODD, {"head_dim": self.dim_head})
             raise RuleViolation(RuleCode.ROTARY_DIM_ODD, {"rotary_dim": self.rotary_dim})
         return self
+
+    def _check_group_routing(self) -> None:
+        """transformers' router views the experts as ``groups`` rows and takes each row's best two;
+        the top k must lie within the eligible groups."""
+        routing, experts, k = self.group_routing, self.num_experts, self.experts_per_token
+        per_group = experts // routing.groups
+        if (
+            experts % routing.groups
+            or (routing.groups > 1 and per_group < 2)
+            or routing.topk_groups > routing.groups
+            or routing.topk_groups * per_group < k
+        ):
+            figures = dict(groups=routing.groups, topk_groups=routing.topk_groups, experts=experts, experts_per_token=k)
+            raise RuleViolation(RuleCode.EXPERT_GROUPS, figures)
+
+    @property
+    def group_routing(self) -> GroupRouting:
+        """The DeepSeek-V3 router's groups and scale (``group_routing``): the native trainer and the
+        Hugging Face config both build this."""
+        return group_routing(
+            self.num_experts, self.experts_per_token, self.expert_groups, self.topk_expert_groups, self.routed_scale
+        )
 
     @property
     def dim_head(self) -> int:

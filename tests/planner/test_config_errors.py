@@ -9,7 +9,12 @@ import pickle
 import pytest
 from support import DATA
 
-from planner.catalog.hf_config import SUPPORTED_MODEL_TYPES, model_from_hf_config, model_from_hf_dict
+from planner.catalog.hf_config import (
+    READ_ARCHITECTURES,
+    SUPPORTED_MODEL_TYPES,
+    model_from_hf_config,
+    model_from_hf_dict,
+)
 from planner.catalog.models import get_preset, load_model
 from planner.errors import RuleCode, RuleViolation
 from planner.rule_codes import TEMPLATES
@@ -37,10 +42,22 @@ CASES = [
     ("mistral", dict(model_type=DROP), _C.HF_MISSING_KEY, "missing key 'model_type'"),
     (
         "mistral",
-        dict(model_type="bert"),
+        dict(model_type="bert", architectures=["BertForMaskedLM"]),
         _C.HF_MODEL_TYPE,
-        f"unsupported model_type 'bert' (supported: {', '.join(SUPPORTED_MODEL_TYPES)})",
+        f"unsupported model_type 'bert' (supported: {', '.join(SUPPORTED_MODEL_TYPES)}); docs/extending.md says"
+        " how to add a reader",
     ),
+    # trial s52: a refusal names the next step where the file says what the model is
+    ("deepseek_v3", dict(model_type="my_moe"), _C.HF_MODEL_TYPE_ARCHITECTURE,
+     "unsupported model_type 'my_moe', but its architectures name DeepseekV3ForCausalLM: set model_type to deepseek_v3"),
+    ("mistral", dict(model_type="t5", is_encoder_decoder=True), _C.HF_ENCODER_DECODER,
+     "model_type 't5' is an encoder-decoder model (is_encoder_decoder): trainplan plans decoder-only transformers"),
+    ("mistral", dict(model_type="jamba", architectures=DROP), _C.HF_STATE_SPACE,
+     "model_type 'jamba' has state-space (Mamba) layers: trainplan plans decoder-only transformers"),
+    ("mistral", dict(model_type="hybrid", hybrid_override_pattern="M-M*"), _C.HF_STATE_SPACE,
+     "model_type 'hybrid' has state-space (Mamba) layers: trainplan plans decoder-only transformers"),
+    ("mistral", dict(model_type="hybrid", mamba_d_state=16), _C.HF_STATE_SPACE,
+     "model_type 'hybrid' has state-space (Mamba) layers: trainplan plans decoder-only transformers"),
     ("mistral", dict(tie_word_embeddings="no"), _C.HF_NOT_BOOL, "'tie_word_embeddings' must be true or false, got 'no'"),
     ("mistral", dict(num_key_value_heads=5, head_dim=DROP), _C.HF_KV_HEADS, "5 key/value heads do not divide 32 attention heads"),
     ("mistral", dict(num_attention_heads=24, head_dim=DROP), _C.HF_HEADS_HIDDEN, "24 attention heads do not divide hidden size 5120"),
@@ -68,6 +85,17 @@ CASES = [
      " (the shared expert is planned as whole experts)"),
     ("mistral3", dict(text_config=DROP), _C.HF_MISSING_TEXT_CONFIG,
      "missing key 'text_config' (the language model; the vision tower is not planned)"),
+    # trial s52: it was refused for "missing key 'hidden_size'"
+    ("gemma3", dict(text_config=None), _C.HF_MISSING_TEXT_CONFIG,
+     "missing key 'text_config' (the language model; the vision tower is not planned)"),
+    ("deepseek_v3", dict(n_group=3), _C.HF_DIMENSIONS,
+     "invalid model dimensions: n_group 3 and topk_group 4 cannot route 8 of 256 experts: n_group must split"
+     " the experts into groups of two or more (or be 1), and topk_group of them (at most n_group) must hold"
+     " the top 8"),
+    ("deepseek_v3", dict(n_group=64, topk_group=1), _C.HF_DIMENSIONS,
+     "invalid model dimensions: n_group 64 and topk_group 1 cannot route 8 of 256 experts: n_group must split"
+     " the experts into groups of two or more (or be 1), and topk_group of them (at most n_group) must hold"
+     " the top 8"),
 ]  # fmt: skip
 
 
@@ -132,5 +160,15 @@ def test_invalid_dimensions_keep_modelspecs_sentence():
 def test_every_config_code_has_a_template_naming_the_file():
     """Each reader's sentence starts with the file it refuses (the app swaps in the upload's name)."""
     codes = [code for code in RuleCode if code.name.startswith("HF_") and code is not _C.HF_TP]
-    assert len(codes) == 31
+    assert len(codes) == 34
     assert all(TEMPLATES[code].startswith("{where}: ") for code in codes)
+
+
+def test_the_architectures_hint_names_classes_transformers_builds_for_the_family():
+    """READ_ARCHITECTURES: each class is what transformers' auto mappings give for its model_type,
+    so "set model_type to X" names the reader that builds the class the file names."""
+    auto = pytest.importorskip("transformers.models.auto.modeling_auto")
+    built = {**auto.MODEL_FOR_CAUSAL_LM_MAPPING_NAMES, **auto.MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES}
+    for name, family in READ_ARCHITECTURES.items():
+        assert name in {built.get(family)}, (name, family, built.get(family))
+    assert set(READ_ARCHITECTURES.values()) == set(SUPPORTED_MODEL_TYPES) - {"kimi_k2"}

@@ -116,6 +116,36 @@ def test_dense_and_moe_layers_sum_in_flops_and_memory():
     assert counts.heaviest_blocks(np.array([61.0]))[0] == counts.blocks
 
 
+def test_deepseek_router_keys_are_read(tmp_path):
+    """Trial s52: Moonlight-16B-A3B's n_group 1, topk_group 1 and routed_scaling_factor 2.446 were
+    replaced by 8 groups, top 4 and 2.5. A file giving DeepSeek-V3's own values keeps the spec
+    canonical (the preset's, read without them)."""
+    moonlight = _read(tmp_path, "deepseek_v3", n_routed_experts=64, num_experts_per_tok=6, n_group=1, topk_group=1,
+                      routed_scaling_factor=2.446)  # fmt: skip
+    assert (moonlight.expert_groups, moonlight.topk_expert_groups, moonlight.routed_scale) == (1, 1, 2.446)
+    routing = moonlight.group_routing
+    assert (routing.groups, routing.topk_groups, routing.routed_scale) == (1, 1, 2.446)
+    without = _read(tmp_path, "deepseek_v3", n_group=None, topk_group=None, routed_scaling_factor=None)
+    assert _spec("deepseek_v3", name=without.name) == without
+    assert not _read(tmp_path, "deepseek_v3", norm_topk_prob=False).moe_renormalize
+
+
+def test_kimi_k2_reads_as_deepseek_v3(tmp_path):
+    """Kimi-K2-Instruct (model_type kimi_k2, architectures DeepseekV3ForCausalLM): the card's "1
+    trillion total parameters, 32 billion activated" (huggingface.co/moonshotai/Kimi-K2-Instruct;
+    the Hub page says 1.03T); no MTP module; one group of 384 experts, scaled by 2.827."""
+    kimi = _spec("kimi_k2")
+    assert kimi.family == "deepseek_v3" and kimi.mtp_layers == 0
+    assert kimi.num_params() == pytest.approx(1.03e12, rel=0.01)
+    assert kimi.num_active_params() == pytest.approx(32e9, rel=0.03)
+    routing = kimi.group_routing
+    assert (routing.groups, routing.topk_groups, routing.routed_scale) == (1, 1, 2.827)
+    relabelled = json.loads((FIXTURES / "kimi_k2.json").read_text()) | {"model_type": "deepseek_v3"}
+    (tmp_path / "config.json").write_text(json.dumps(relabelled))
+    relabelled = model_from_hf_config(tmp_path / "config.json")
+    assert relabelled == kimi.model_copy(update={"name": relabelled.name})
+
+
 def test_qwen3_moe_dense_only_layers(tmp_path):
     spec = _read(tmp_path, "qwen3_moe", mlp_only_layers=[0, 1], decoder_sparse_step=2)
     assert spec.dense_layers == 24 + 1  # the 24 odd-numbered (step 2) plus layer 0

@@ -354,7 +354,7 @@ def _llama_with(**changes) -> dict:
         (b"{not json", "not valid JSON"),
         (b"\xff\xfe\x00", "not valid JSON"),
         (b"[1, 2]", "must be a JSON object"),
-        (_llama_with(model_type="t5"), r"unsupported model_type 't5' \(supported: llama"),
+        (_llama_with(model_type="t5", architectures=None), r"unsupported model_type 't5' \(supported: llama"),
         (_llama_with(model_type=["llama"]), "unsupported model_type"),
         (_llama_with(model_type=None), "missing key 'model_type'"),
         (_llama_with(hidden_size=None), "missing key 'hidden_size'"),

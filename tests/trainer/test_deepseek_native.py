@@ -115,6 +115,28 @@ def test_native_deepseek_v3_computes_what_transformers_computes(tmp_path, q_lora
         assert not torch.allclose(native(tokens), theirs, atol=1e-3)
 
 
+# Moonlight-16B-A3B's router (n_group 1, topk_group 1, 2.446) and a grouping without
+# renormalisation: trial s52 found the native router on 8 groups, top 4, times 2.5 whatever the file said.
+@pytest.mark.parametrize(
+    "router",
+    [
+        dict(n_group=1, topk_group=1, routed_scaling_factor=2.446),
+        dict(n_group=4, topk_group=2, routed_scaling_factor=1.5, norm_topk_prob=False),
+    ],
+    ids=["moonlight", "four-groups-unnormalised"],
+)
+def test_native_router_is_built_as_the_config_says(tmp_path, router):
+    data = _TINY | router
+    native = _native(data, tmp_path)
+    routing = native.layers["1"].feed_forward.routing
+    assert (routing.groups, routing.topk_groups, routing.routed_scale) == (
+        router["n_group"],
+        router["topk_group"],
+        router["routed_scaling_factor"],
+    )
+    matches_transformers(native, data, _hf_state_dict(native), SEQ)
+
+
 def test_native_deepseek_v3_trains_a_step(tmp_path):
     """Backward reaches every parameter (router through the weights, shared experts, MLA)."""
     assert parameters_without_gradient(_native(_TINY, tmp_path), _TINY["vocab_size"], SEQ) == []

@@ -17,7 +17,7 @@ from planner.catalog.models import get_preset, model_from_hf_config
 from planner.errors import ExitCode
 from planner.layout import Layout
 from planner.model.spec import ModelSpec
-from trainer.hf_model import build_hf_model, config_from_spec, hf_init_rule
+from trainer.hf_model import build_hf_model, config_from_spec, hf_init_rule, load_hf_config
 from trainer.train import main
 
 transformers = pytest.importorskip("transformers")
@@ -73,6 +73,23 @@ TINY: dict[str, dict] = {
         n_shared_experts=1,
         first_k_dense_replace=1,
         num_nextn_predict_layers=0,
+    ),
+    # Kimi K2: DeepSeek-V3's weights under its own name (trial s52), one group of experts as released
+    "kimi_k2": dict(
+        q_lora_rank=16,
+        kv_lora_rank=16,
+        qk_rope_head_dim=8,
+        qk_nope_head_dim=8,
+        v_head_dim=8,
+        moe_intermediate_size=32,
+        n_routed_experts=8,
+        num_experts_per_tok=2,
+        n_shared_experts=1,
+        first_k_dense_replace=1,
+        num_nextn_predict_layers=0,
+        n_group=1,
+        topk_group=1,
+        routed_scaling_factor=2.827,
     ),
     "nemotron": dict(partial_rotary_factor=0.5, attention_bias=True, mlp_bias=True),
     "gpt_oss": dict(head_dim=16, num_local_experts=4, num_experts_per_tok=2, sliding_window=8),
@@ -151,6 +168,15 @@ def test_spec_config_builds_the_planners_count_on_cpu(tmp_path, model_type):
     rule = hf_init_rule(model)
     for name, _ in model.named_parameters():
         assert callable(rule(name, model.get_submodule(name.rsplit(".", 1)[0])))
+
+
+@pytest.mark.parametrize("from_file", [False, True])
+def test_kimi_k2s_router_reaches_the_config_the_trainer_builds(tmp_path, from_file):
+    """Trial s52: n_group 8 was derived from the expert count and the scale fixed at 2.5."""
+    spec, path = tiny_spec(tmp_path, "kimi_k2")
+    config = load_hf_config(spec, str(path) if from_file else None, SEQ)
+    assert (config.model_type, config.n_group, config.topk_group) == ("deepseek_v3", 1, 1)
+    assert config.routed_scaling_factor == 2.827 and config.norm_topk_prob
 
 
 def test_phi3s_partial_rotary_reaches_the_config_the_trainer_builds(tmp_path):
