@@ -129,6 +129,12 @@ class ThroughputEstimate(BaseModel):
     hfu: float  # hardware FLOPs incl. recompute / dense peak
     model_flops_per_token: float
     hardware_flops_per_token: float
+    # hardware_flops_per_token beyond the model's, by term (planner/model/flops.py HardwareFlops);
+    # 0 in a plan file written before they were kept.
+    recompute_flops_per_token: float = 0.0
+    masked_window_flops_per_token: float = 0.0
+    unrouted_expert_flops_per_token: float = 0.0
+    head_recompute_flops_per_token: float = 0.0
 
 
 class GoodputEstimate(BaseModel):

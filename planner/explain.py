@@ -61,7 +61,7 @@ NOTE_TEXT: dict[NoteKind, str] = {
     NoteKind.CP_KERNEL: "attention runs FlashAttention-2 under context parallelism: this stack's cp calls the"
     " flash kernel, so {kernel}, which runs here without cp, does not (tp inside a node in place of cp keeps it)",
     NoteKind.MFU: "MFU {mfu:.1%} counts 6N + attention FLOPs ({model_gflop:.2f} GFLOP/token); "
-    "HFU {hfu:.1%} adds recompute ({hardware_gflop:.2f} GFLOP/token)",
+    "HFU {hfu:.1%} counts {hardware_gflop:.2f} GFLOP/token: model FLOPs{extra}",
     NoteKind.FAILURES: "failures: the {num_gpus}-GPU job fails every {mttf_h:,.1f} h on average; a checkpoint takes "
     "{write_s:,.1f} s, so the Young/Daly interval is {interval}; "
     "each failure costs half an interval plus a restart of {restart}",
@@ -69,6 +69,25 @@ NOTE_TEXT: dict[NoteKind, str] = {
     " adds {lost_h:,.1f} h to time-to-train, and to the cost where it is billed by the hour",
     NoteKind.INFEASIBLE: "infeasible: {reason}; fix: {fix}",
 }
+# The MFU note's figures for what HFU counts beyond model FLOPs (ThroughputEstimate's
+# ``*_flops_per_token`` terms), in words; trial s52: all of it was called "recompute", with
+# checkpointing off (Gemma 3 on impl hf: the window's masked square and the chunked loss's head).
+HFU_TERM_WORDS = {
+    "recompute_gflop": "recompute",
+    "masked_gflop": "SDPA's masked window square",
+    "unrouted_gflop": "unrouted experts",
+    "head_gflop": "the chunked loss's head recompute",
+}
+
+
+def hfu_extra_words(figures: dict, words: dict[str, str], unknown: str) -> str:
+    """' + recompute 0.50 + ...': each HFU term beyond model FLOPs with its GFLOP/token; ``unknown``
+    where a plan file written before the terms were kept counts more than the model FLOPs."""
+    parts = [f" + {words[key]} {float(figures[key] or 0):.2f}" for key in HFU_TERM_WORDS if figures.get(key)]
+    extra = float(figures["hardware_gflop"] or 0) - float(figures["model_gflop"] or 0)
+    return "".join(parts) if parts or extra < 0.005 else unknown
+
+
 # A LossShares field in words (planner/model/goodput.py).
 LOSS_WORDS = {
     "straggler": "the slowest rank",
@@ -102,6 +121,8 @@ class Note:
             figures["restart"] = duration_words(float(figures["restart_min"] or 0) * SECONDS_PER_MINUTE)
         if self.kind is NoteKind.GOODPUT:
             figures["loss"] = LOSS_WORDS[str(figures["loss"])]
+        if self.kind is NoteKind.MFU:
+            figures["extra"] = hfu_extra_words(figures, HFU_TERM_WORDS, " + terms this plan file does not name")
         return NOTE_TEXT[self.kind].format(**figures)
 
 
@@ -185,6 +206,10 @@ def throughput_notes(p: Plan) -> list[Note]:
             model_gflop=th.model_flops_per_token / 1e9,
             hfu=th.hfu,
             hardware_gflop=th.hardware_flops_per_token / 1e9,
+            recompute_gflop=th.recompute_flops_per_token / 1e9,
+            masked_gflop=th.masked_window_flops_per_token / 1e9,
+            unrouted_gflop=th.unrouted_expert_flops_per_token / 1e9,
+            head_gflop=th.head_recompute_flops_per_token / 1e9,
         )
     ]
 

@@ -251,11 +251,17 @@ MESSAGE_LABELS: dict[str, tuple[str, str]] = {
         "流水线气泡较大：每步更多的微批（梯度累积）或交错流水线（vpp）可以缩小它",
     ),
     "note_mfu": (
-        "MFU {mfu:.1%} counts 6N + attention FLOPs ({model_gflop:.2f} GFLOP/token); HFU {hfu:.1%} adds recompute "
-        "({hardware_gflop:.2f} GFLOP/token)",
-        "MFU {mfu:.1%} 按 6N + 注意力 FLOPs 计算（每 token {model_gflop:.2f} GFLOP）；HFU {hfu:.1%} 计入重计算"
-        "（每 token {hardware_gflop:.2f} GFLOP）",
+        "MFU {mfu:.1%} counts 6N + attention FLOPs ({model_gflop:.2f} GFLOP/token); HFU {hfu:.1%} counts "
+        "{hardware_gflop:.2f} GFLOP/token: model FLOPs{extra}",
+        "MFU {mfu:.1%} 按 6N + 注意力 FLOPs 计算（每 token {model_gflop:.2f} GFLOP）；HFU {hfu:.1%} 按每 token "
+        "{hardware_gflop:.2f} GFLOP 计算：模型 FLOPs{extra}",
     ),
+    # The HFU terms beyond model FLOPs (planner/explain.py HFU_TERM_WORDS).
+    "hfu_recompute_gflop": ("recompute", "重计算"),
+    "hfu_masked_gflop": ("SDPA's masked window square", "SDPA 计算的整个窗口掩码方阵"),
+    "hfu_unrouted_gflop": ("unrouted experts", "未路由到的专家"),
+    "hfu_head_gflop": ("the chunked loss's head recompute", "分块损失重算的 LM 头"),
+    "hfu_unknown": (" + terms this plan file does not name", " + 此计划文件未列出的项"),
     "note_failures": (  # durations written by ui.messages (duration, interval): "9.3 h", never "559.0 min"
         "failures: the {num_gpus}-GPU job fails every {mttf} on average; a checkpoint takes {write_s:,.1f} s, "
         "so the Young/Daly interval is {interval}; each failure costs half an interval plus the restart "

@@ -14,7 +14,7 @@ from planner.api import PlanResult
 from planner.catalog.prices import DearerKind
 from planner.catalog.specs import vendor_of
 from planner.catalog.terms import Commitment
-from planner.explain import Note, NoteKind, plan_notes
+from planner.explain import HFU_TERM_WORDS, Note, NoteKind, hfu_extra_words, plan_notes
 from planner.fmt import duration_parts, energy, number_band
 from planner.layout import ActivationCheckpointing, TrainingConfig
 from planner.plan import Estimate, Plan
@@ -394,6 +394,9 @@ def note_text(tr: Labels, note: Note) -> str:
     if note.kind is NoteKind.GOODPUT:
         loss, lost = tr(f"loss_{figures['loss']}"), duration(tr, float(figures["lost_h"] or 0.0))
         return tr("note_goodput", **(figures | {"loss": loss}), lost=lost)
+    if note.kind is NoteKind.MFU:
+        words = {key: tr(f"hfu_{key}") for key in HFU_TERM_WORDS}
+        return tr("note_mfu", **figures, extra=hfu_extra_words(figures, words, tr("hfu_unknown")))
     return tr(f"note_{note.kind.value}", **figures)
 
 

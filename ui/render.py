@@ -47,6 +47,7 @@ from ui.render_lines import (
     risk_figures_line,
     run_losses_note,
     step_line,
+    window_words,
     written_line,
 )
 from ui.terminal import err, out
@@ -221,6 +222,7 @@ def summary_lines(p: Plan) -> list[str]:
         + (", offload" if t.offload else "")
         + ("" if p.stack == "trainplan" else f", stack {p.stack.value} (estimate only)")
         + attention_words(p)
+        + window_words(p)
         + (", partitioned activations" if p.partition_activations else "")
         + (", expert all-to-all overlapped" if p.moe_a2a_overlap else "")
         # review51 L2: at tp 1 there is no TP traffic, so the switch changes nothing: said so

@@ -1,6 +1,6 @@
 """The lines of a plan's summary beside its figures (``ui/render.py`` ``summary_lines``): the
-band's median, a figure outside its band, host memory, the step, the efficiency ceiling, goodput
-and the batch asked for. Split from ui/render.py (review s27: it passed 500 lines)."""
+band's median, a figure outside its band, host memory, the step, the efficiency ceiling, goodput,
+the batch asked for and the windowed layers. Split from ui/render.py (review s27: it passed 500 lines)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from planner.catalog.hardware import load_catalog
 from planner.catalog.specs import NodeTemplate
 from planner.estimate_parts import GoodputEstimate
 from planner.fmt import counted, duration_h, duration_words, expected_events, money, number_band
+from planner.layout import Implementation
 from planner.model.goodput import MIN_GOODPUT
 from planner.model.run_loss_inputs import RunLossInputs, by_job
 from planner.plan import Estimate, Plan
@@ -364,3 +365,19 @@ def loss_note(e) -> str:
         return ""
     over = f"{chunk:,}-token chunks" if chunk else "the whole micro-batch's logits"
     return f"; loss over {over}, {per_logit:g} B a logit"
+
+
+def window_words(p: Plan) -> str:
+    """', 15 of 18 layers windowed (512 tokens)', once, where the model has sliding-window layers,
+    and what their kernel computes beyond the window where it does: transformers' SDPA path the
+    whole masked square, trainplan's band its tiles (trial s52: neither was said)."""
+    m = p.model
+    if not m.sliding_layers or m.sliding_window is None:
+        return ""
+    words = f", {m.sliding_layers} of {m.num_layers} layers windowed ({m.sliding_window:,} tokens)"
+    extra = p.estimate.throughput.masked_window_flops_per_token / 1e9
+    if not extra:
+        return words
+    if p.training.impl == Implementation.HF:
+        return f"{words}: SDPA computes their whole masked square (+{extra:.2f} GFLOP/token, in HFU)"
+    return f"{words}: the banded kernel computes {extra:.2f} GFLOP/token beyond the windows (in HFU)"

@@ -29,7 +29,13 @@ from planner.model.attention_scores import cp_calls_flash_only
 from planner.model.candidates import Candidates
 from planner.model.configuration import checked_configuration, rule_values
 from planner.model.energy import energy_kwh, wall_power_w
-from planner.model.flops import chunked_loss, hardware_flops_per_token, model_flops_per_token
+from planner.model.flops import (
+    HardwareFlops,
+    chunked_loss,
+    hardware_flops,
+    hardware_flops_per_token,
+    model_flops_per_token,
+)
 from planner.model.goodput import Goodput, checkpoint_bytes, failure_rates, goodput
 from planner.model.host import host_fits, host_memory_gib, host_memory_words
 from planner.model.memory import (
@@ -224,7 +230,8 @@ def _memory_estimate(
     )
 
 
-def _throughput_estimate(s: Scores, num_gpus: int) -> ThroughputEstimate:
+def _throughput_estimate(s: Scores, num_gpus: int, hardware: HardwareFlops) -> ThroughputEstimate:
+    first = lambda v: float(np.broadcast_to(v, s.tokens_per_s.shape)[0])  # noqa: E731
     return ThroughputEstimate(
         tokens_per_s=float(s.tokens_per_s[0]),
         tokens_per_s_per_gpu=float(s.tokens_per_s[0]) / num_gpus,
@@ -232,6 +239,10 @@ def _throughput_estimate(s: Scores, num_gpus: int) -> ThroughputEstimate:
         hfu=float(s.hfu[0]),
         model_flops_per_token=float(s.model_flops_per_token[0]),
         hardware_flops_per_token=float(s.hardware_flops_per_token[0]),
+        recompute_flops_per_token=first(hardware.recompute),
+        masked_window_flops_per_token=first(hardware.masked_window),
+        unrouted_expert_flops_per_token=first(hardware.unrouted_experts),
+        head_recompute_flops_per_token=first(hardware.head_recompute),
     )
 
 
@@ -286,7 +297,7 @@ def estimate(
         num_nodes=int(c.num_nodes[0]),
         memory=_memory_estimate(model, c, s, settings, terms),
         time=TimeEstimate(step_s=float(s.time.step[0]), breakdown_s=TimeTerms(**s.time.as_dict())),
-        throughput=_throughput_estimate(s, num_gpus),
+        throughput=_throughput_estimate(s, num_gpus, hardware_flops(model, c, settings)),
         layout=EstimateLayout.of(resolved, training),
         attention_kernel=timed.words,
         sdpa_picks_cudnn=sdpa_picks_cudnn(stack, settings, timed.kernel),

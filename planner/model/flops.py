@@ -173,18 +173,55 @@ def masked_window_flops_per_token(model: ModelSpec, c: Candidates, s: ModelingSe
     return (computed - own) * model.sliding_layers * block_table(model).attention.flops_per_token_per_key
 
 
-def hardware_flops_per_token(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
+@dataclass(frozen=True)
+class HardwareFlops:
+    """The HFU numerator per token by term (arrays over candidate rows): the model FLOPs, then
+    the work the hardware does beyond them, each forward + backward (+ recompute where it runs
+    again), so ``explain`` can name them (trial s52: all of it was called "recompute")."""
+
+    model: np.ndarray  # 6N + attention: the MFU numerator
+    masked_window: np.ndarray  # the keys a window's mask drops but its kernel computes
+    unrouted_experts: np.ndarray  # experts run on tokens not routed to them (hf_dense_experts)
+    recompute_blocks: np.ndarray  # checkpointed block forwards
+    recompute_attention: np.ndarray  # checkpointed attention sub-layers (ac attention)
+    recompute_modules: np.ndarray  # the stack's recomputed modules (MLA's up projections)
+    head_recompute: np.ndarray  # the chunked loss's second LM-head GEMM
+
+    @property
+    def recompute(self) -> np.ndarray:
+        return self.recompute_blocks + self.recompute_attention + self.recompute_modules
+
+    @property
+    def total(self) -> np.ndarray:
+        return (
+            self.model
+            + self.masked_window
+            + self.unrouted_experts
+            + self.recompute_blocks
+            + self.recompute_attention
+            + self.recompute_modules
+            + self.head_recompute
+        )
+
+
+def hardware_flops(model: ModelSpec, c: Candidates, s: ModelingSettings) -> HardwareFlops:
     """Model FLOPs plus the recomputed block forwards, attention sub-layers, modules and LM head,
-    experts run on tokens not routed to them and the keys a window's mask drops: the HFU numerator."""
+    experts run on tokens not routed to them and the keys a window's mask drops."""
     f = forward_flops_per_token(model, c.seq_len, s)
-    n_layers = max_rank_layers(model.num_layers, c)
-    masked = masked_window_flops_per_token(model, c, s)
-    return (
-        3.0 * f.forward
-        + (3.0 + recompute_fraction(c, n_layers) + attention_recompute_fraction(c)) * masked
-        + (3.0 + recompute_fraction(c, n_layers)) * unrouted_expert_flops_per_token(model, c)
-        + recompute_fraction(c, n_layers) * (f.block_matmul + f.attention)
-        + attention_recompute_fraction(c) * (attention_matmul_flops_per_token(model) + f.attention)
-        + module_recompute_share(c, n_layers) * recomputed_module_flops_per_token(model, s)
-        + head_recompute_fraction(c, s) * f.lm_head
+    recompute = recompute_fraction(c, max_rank_layers(model.num_layers, c))
+    attention = attention_recompute_fraction(c)
+    return HardwareFlops(
+        model=3.0 * f.forward,
+        masked_window=(3.0 + recompute + attention) * masked_window_flops_per_token(model, c, s),
+        unrouted_experts=(3.0 + recompute) * unrouted_expert_flops_per_token(model, c),
+        recompute_blocks=recompute * (f.block_matmul + f.attention),
+        recompute_attention=attention * (attention_matmul_flops_per_token(model) + f.attention),
+        recompute_modules=module_recompute_share(c, max_rank_layers(model.num_layers, c))
+        * recomputed_module_flops_per_token(model, s),
+        head_recompute=head_recompute_fraction(c, s) * f.lm_head,
     )
+
+
+def hardware_flops_per_token(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
+    """The HFU numerator: ``hardware_flops``' terms summed."""
+    return hardware_flops(model, c, s).total
