@@ -32,5 +32,7 @@ def models(
 
     # trial s35: the help said a config.json path works, and `models PATH` was refused
     render_listings.models(
-        [load_model(n) for n in names] if names else [get_preset(n) for n in list_presets()], as_json=as_json
+        [load_model(n) for n in names] if names else [get_preset(n) for n in list_presets()],
+        as_json=as_json,
+        named=bool(names),
     )

@@ -49,8 +49,10 @@ def catalog(cat, *, as_json: bool) -> None:
     out.print(networks)
 
 
-def models(specs, *, as_json: bool) -> None:
-    """The presets: name, family, parameters (active ones where MoE), shape and context."""
+def models(specs, *, as_json: bool, named: bool = False) -> None:
+    """The presets, or the presets and config.json files ``named``: name, family, parameters (active
+    ones where MoE), shape and context; in --json also a tied head, the windowed layers and the MTP
+    modules' parameters (trial s52: deepseek-v3's 11.61 B MTP was shown nowhere)."""
     rows = [
         {
             "name": m.name,
@@ -63,13 +65,21 @@ def models(specs, *, as_json: bool) -> None:
             "kv_heads": m.num_kv_heads,
             "experts": m.num_experts if m.is_moe else None,
             "context": m.max_seq_len,
+            "tied_embeddings": m.tied_embeddings,
+            "windowed_layers": m.sliding_layers or None,
+            "window_tokens": m.sliding_window if m.sliding_layers else None,
+            "mtp_params_b": m.param_counts().mtp / 1e9 if m.mtp_layers else None,
         }
         for m in specs
     ]
     if as_json:
         emit_json(rows)
         return
-    table = Table(title="Model presets (--model NAME; or a Hugging Face config.json path)")
+    # trial s52: a user's config.json was listed under "Model presets"
+    title = (
+        "Models as --model reads them" if named else "Model presets (--model NAME; or a Hugging Face config.json path)"
+    )
+    table = Table(title=title)
     add_columns(
         table, ("name", "family", "params B", "active B", "layers", "hidden", "heads / kv", "experts", "context")
     )
@@ -87,6 +97,11 @@ def models(specs, *, as_json: bool) -> None:
             f"{r['context']:,}",
         )
     out.print(table)
+    for r in rows:
+        if r["mtp_params_b"] is not None:
+            out.print(
+                f"{r['name']}: its MTP modules hold {_billions(r['mtp_params_b'])} B more (not in params B, not trained)"
+            )
     # trial s26: gpt-oss's card says 5.13B active, which leaves the input embedding out.
     out.print("active B counts the input embedding, as most model cards do (gpt-oss's does not: 5.13B for 120b)")
 

@@ -188,6 +188,21 @@ def test_models_shows_the_presets_and_config_files_named() -> None:
     assert (oss.num_active_params() - oss.vocab_size * oss.hidden_size) / 1e9 == pytest.approx(5.13, abs=0.005)
 
 
+def test_models_titles_a_users_file_and_gives_ties_windows_and_mtp() -> None:
+    """Trial s52 (L3): `models FILE` was titled "Model presets", and nothing in `models` showed a
+    tied head, the windowed layers or deepseek-v3's 11.61 B MTP modules."""
+    config = str(Path(__file__).resolve().parents[1] / "data" / "hf_configs" / "gemma3_text.json")
+    code, out, err = trainplan("models", config, "deepseek-v3")
+    assert code == 0, err
+    assert out.splitlines()[0].strip() == "Models as --model reads them" and "Model presets" not in out
+    assert "deepseek-v3: its MTP modules hold 11.61 B more (not in params B, not trained)" in out
+    code, out, _ = trainplan("models", "--json", config, "deepseek-v3")
+    gemma, v3 = json.loads(out)
+    assert (gemma["tied_embeddings"], gemma["windowed_layers"], gemma["window_tokens"]) == (True, 22, 512)
+    assert gemma["mtp_params_b"] is None and v3["windowed_layers"] is None and not v3["tied_embeddings"]
+    assert v3["mtp_params_b"] == pytest.approx(get_preset("deepseek-v3").param_counts().mtp / 1e9)
+
+
 def test_a_re_estimate_keeps_the_plans_price_and_the_target_stacks_modules(tmp_path) -> None:
     """Review s26: explain --stack megatron-core of a hf-trainer plan was refused ("drop --impl hf",
     a flag explain lacks), a compiled plan likewise; restack passed a spot price on as the user's
