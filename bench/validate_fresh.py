@@ -74,7 +74,8 @@ def render(rows: bool = False) -> str:
         scores = [estimate(row) for row in read_fresh()]
     lines = [
         f"**Fresh rows** (no number fitted on them; set 1's six FlagPerf rows informed --no-tp-comm-overlap and"
-        f" carry it, so they are not held out of that decision; set 2 was scored held out, no setting touched):"
+        f" carry it, so they are not held out of that decision; set 2 was scored held out, then its F19-F23 were"
+        f" read for torchtitan's TP overlap, so they are not held out of that decision):"
         f" {len(scores)} rows, tokens/s per GPU.",
         "",
         *_table(coverage(scores, lambda s: "all") + coverage(scores, _set_of), "set"),

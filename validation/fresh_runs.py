@@ -6,7 +6,8 @@ heldout51, 14 rows): OLMo-core's README throughput table (H100, FSDP + compile),
 Megatron-Core / FlagScale LLM cases (A800, H100, H800) and the flash-attention repository's GPT-3
 training-speed table (A100); its six FlagPerf rows later informed --no-tp-comm-overlap. Set 2
 (session 52, trial heldout52, 14 rows): torchtitan's own published tables (A100 FSDP, H100 TP / PP /
-CP, B200, GB200 MoE) and AWS's torchtitan test case (H100); scored held out, no setting touched.
+CP, B200, GB200 MoE) and AWS's torchtitan test case (H100); scored held out; its F19-F23 later
+informed torchtitan's DTensor TP overlap (session 52, trial titan52).
 
 Each row stores the ``trainplan estimate`` flags that describe its job (``estimate_args``), so the
 score is what a user typing that command reads: bench/validate_fresh.py runs each through the CLI

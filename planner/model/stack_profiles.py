@@ -270,8 +270,20 @@ DEEPSEEK_V3_SETTINGS = MEGATRON_CORE_SETTINGS.but(
 # and float8 are per-run choices there as here (TrainingConfig.compile / precision), not the stack.
 # torchtitan: the full logits' loss (compiled with the model under training.compile), windows in
 # FlexAttention, and its per-op selective checkpointing (planner/model/op_checkpoint.py).
+# Its tensor parallelism is DTensor's plan (torchtitan/parallelisms/parallelize_llama.py ``apply_tp``
+# at 9dec370): each block's sequence-parallel input is all-gathered (PrepareModuleInput, Shard(1) ->
+# Replicate) for the column-parallel wq/wk/wv and w1/w3 that read it at once, and the row-parallel
+# wo/w2 outputs are reduce-scattered (output_layouts=Shard(1)) into the norm that reads them next:
+# forward and backward the collective's consumer waits on it, nothing runs beside it
+# (``DTENSOR_TP_COMM_OVERLAP``). Async TP (experimental.enable_async_tensor_parallel, off by
+# default, compile only: inductor's _micro_pipeline_tp) pipelines them into the GEMMs; not modelled.
+DTENSOR_TP_COMM_OVERLAP = 0.0
 TORCHTITAN_SETTINGS = DEFAULT_SETTINGS.but(
-    loss_chunk_tokens=0, sliding_window_band=False, compile_fuses_loss=True, selective_per_op=True
+    loss_chunk_tokens=0,
+    sliding_window_band=False,
+    compile_fuses_loss=True,
+    selective_per_op=True,
+    tp_comm_overlap=DTENSOR_TP_COMM_OVERLAP,
 )
 
 # Hugging Face Trainer / accelerate: transformers' modules (impl hf) under accelerate's FSDP (or

@@ -859,7 +859,7 @@ def test_the_cards_risk_text_points_at_the_over_budget_plan_it_would_take():
     from ui.messages import over_budget_text, risk_text
 
     request = request_for(
-        get_preset("llama3-8b"), training_tokens=2e11, gpus={"h100-sxm": 1024}, budget_usd=3.4e4, objective="time",
+        get_preset("llama3-8b"), training_tokens=2e11, gpus={"h100-sxm": 1024}, budget_usd=3.35e4, objective="time",
         seq_len=4096,
     )  # fmt: skip
     result = planned(request)

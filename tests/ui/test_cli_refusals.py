@@ -280,7 +280,7 @@ def test_a_fix_names_the_batch_of_the_plan_it_names_where_it_is_not_the_request(
     args = ["plan", "--model", "llama3-70b", "--tokens", "2e12", "--deadline-days", "45"]
     assert main([*args, "--gpus", "h100-sxm=512,a100-80gb-sxm=512,l40s=512,b200=64"]) == 0
     fix = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("fix:"))
-    assert "672 h100-sxm GPUs" in fix and "at a global batch of 4,214,784 tokens (+0.5%)" in fix
+    assert "640 h100-sxm GPUs" in fix and "at a global batch of 4,177,920 tokens (-0.4%)" in fix
 
 
 def test_a_job_that_failures_outpace_says_it_never_finishes(capsys):
