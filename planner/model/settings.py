@@ -25,6 +25,14 @@ from planner.units import GIB, MIB
 # profile, stack_profiles.py).
 FUSED_CE_BYTES_PER_LOGIT = 4.0
 
+# Tensor parallelism as DTensor's plan runs it (trainplan's trainer/tensor_parallel.py, as
+# torchtitan's parallelize_llama.py ``apply_tp`` at 9dec370): each block's sequence-parallel input
+# is all-gathered for the column-parallel linears that read it at once, and the row-parallel
+# outputs are reduce-scattered into the norm that reads them next: forward and backward the
+# collective's consumer waits on it, nothing runs beside it. Async TP (torch.compile's
+# _micro_pipeline_tp) is not used by trainplan's trainer.
+DTENSOR_TP_COMM_OVERLAP = 0.0
+
 
 @dataclass(frozen=True)
 class ModelingSettings(JobSettings):
@@ -330,8 +338,9 @@ class ModelingSettings(JobSettings):
     # DeepSpeed's ZeRO buckets and streams (planner/model/zero_collectives.py); None: trainplan's
     # FSDP2 units, one collective per block and pass, all on the side stream.
     deepspeed_zero: ZeroConfig | None = None
-    # Fraction of tensor-parallel traffic hidden (Megatron TP comm overlap, async TP).
-    tp_comm_overlap: float = 0.3
+    # Fraction of tensor-parallel traffic hidden (Megatron TP comm overlap, async TP): none under
+    # trainplan's trainer, whose tensor parallelism is DTensor's plan (``DTENSOR_TP_COMM_OVERLAP``).
+    tp_comm_overlap: float = DTENSOR_TP_COMM_OVERLAP
     # Fraction of pipeline point-to-point traffic hidden.
     pp_comm_overlap: float = 0.5
     # Point-to-point transfers on a pipeline rank's critical path per micro-batch and model chunk:

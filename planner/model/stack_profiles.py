@@ -16,6 +16,7 @@ from planner.model.block_rows import Recompute
 from planner.model.candidates import AC_BLOCKS, AC_FULL
 from planner.model.settings import (
     DEFAULT_SETTINGS,
+    DTENSOR_TP_COMM_OVERLAP,
     FUSED_CE_BYTES_PER_LOGIT,
     ModelingSettings,
 )
@@ -141,7 +142,7 @@ MEGATRON_CORE_SETTINGS = DEFAULT_SETTINGS.but(
     fsdp_reduce_copy_bytes_per_param=0.0,
     # ... and --tp-comm-overlap (userbuffers) splits the sequence-parallel all-gathers and
     # reduce-scatters into chunks pipelined with the GEMMs that consume them (fitted on the
-    # same runs; the default 0.3 assumes no such overlap).
+    # same runs; without it, UNBUFFERED_TP_COMM_OVERLAP).
     tp_comm_overlap=MEGATRON_CORE_TP_COMM_OVERLAP,
     # ... and ring attention with each K,V transfer under the previous chunk's attention.
     cp_ring_attention=True,
@@ -203,17 +204,22 @@ def moe_a2a_overlapped(settings: ModelingSettings) -> ModelingSettings:
     return settings.but(ep_comm_overlap=1.0, ep_overlap_needs_pairs=True)
 
 
+# Megatron-Core without --tp-comm-overlap: the share of its TP traffic hidden (tp_overlap_unbuffered);
+# trainplan's default share until session 52 (which is now DTensor's 0: settings.py).
+UNBUFFERED_TP_COMM_OVERLAP = 0.3
+
+
 def tp_overlap_unbuffered(settings: ModelingSettings) -> ModelingSettings:
     """``settings`` without Megatron-Core's --tp-comm-overlap (``--no-tp-comm-overlap``): no
     userbuffers pipelining of the sequence-parallel all-gathers and reduce-scatters into the GEMMs.
-    What Megatron still hides then is timed at trainplan's named default share (ModelingSettings
-    ``tp_comm_overlap``, which assumes no such overlap; nothing fitted here): without userbuffers its
+    What Megatron still hides then is timed at ``UNBUFFERED_TP_COMM_OVERLAP`` (the share trainplan's
+    default was until session 52, which assumed no such overlap; nothing fitted here): without userbuffers its
     linears still issue the backward's input all-gather and gradient reduce-scatter asynchronously,
     under the dgrad and wgrad GEMMs (Megatron-LM core_v0.6.0 megatron/core/tensor_parallel/layers.py,
     ``async_op=True``; TransformerEngine v1.3 module/linear.py, "Overlap input AG with dgrad",
     "Overlap dgrad-RS/AR with wgrad"), while the forward's wait on the critical path. That mechanism
-    is why some share is hidden; the 0.3 itself is the default's, not derived from it."""
-    return settings.but(tp_comm_overlap=DEFAULT_SETTINGS.tp_comm_overlap)
+    is why some share is hidden; the 0.3 itself is that old default's, not derived from it."""
+    return settings.but(tp_comm_overlap=UNBUFFERED_TP_COMM_OVERLAP)
 
 
 def a2a_overlap_refused(ep, pp, vpp, ac) -> np.ndarray:
@@ -277,7 +283,6 @@ DEEPSEEK_V3_SETTINGS = MEGATRON_CORE_SETTINGS.but(
 # forward and backward the collective's consumer waits on it, nothing runs beside it
 # (``DTENSOR_TP_COMM_OVERLAP``). Async TP (experimental.enable_async_tensor_parallel, off by
 # default, compile only: inductor's _micro_pipeline_tp) pipelines them into the GEMMs; not modelled.
-DTENSOR_TP_COMM_OVERLAP = 0.0
 TORCHTITAN_SETTINGS = DEFAULT_SETTINGS.but(
     loss_chunk_tokens=0,
     sliding_window_band=False,

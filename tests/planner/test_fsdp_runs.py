@@ -9,7 +9,6 @@ import pytest
 
 from planner.catalog.hardware import load_catalog
 from planner.layout import ActivationCheckpointing, Implementation, Precision, Sharding
-from planner.model.settings import DEFAULT_SETTINGS
 from validation.fsdp_runs import (
     DEFAULT_FSDP_RUNS,
     GENERATIONS,
@@ -172,10 +171,12 @@ def test_the_rows_that_print_memory_are_scored_on_it():
 def test_torchtitans_vanilla_tensor_parallel_hides_none_of_its_collectives():
     """torchtitan's TP is DTensor's plan (apply_tp at 9dec370): each sequence-parallel all-gather
     and reduce-scatter is waited on by the op that reads it, so a vanilla-TP row (Table 4 '2D',
-    the asyncTP file's 'Vanilla TP' column) exposes all of its TP traffic, more than the default
-    profile's hidden share leaves, and its step is that much longer."""
+    the asyncTP file's 'Vanilla TP' column) exposes all of its TP traffic, more than Megatron's
+    unbuffered share (0.3, the default until session 52) leaves, and its step is that much longer."""
+    from planner.model.stack_profiles import UNBUFFERED_TP_COMM_OVERLAP
+
     run = next(r for r in RUNS if r.source == "torchtitan" and r.layout.tp > 1)
     exposed = predict_fsdp_run(run, CATALOG)
-    shared = predict_fsdp_run(run, CATALOG, run.settings.but(tp_comm_overlap=DEFAULT_SETTINGS.tp_comm_overlap))
+    shared = predict_fsdp_run(run, CATALOG, run.settings.but(tp_comm_overlap=UNBUFFERED_TP_COMM_OVERLAP))
     assert exposed.breakdown["tp_comm"] > 1.2 * shared.breakdown["tp_comm"]
     assert exposed.predicted_tokens_per_s_per_gpu < shared.predicted_tokens_per_s_per_gpu

@@ -11,8 +11,8 @@ from planner.api.rebuild import dropped_choices, restack
 from planner.catalog.models import get_preset
 from planner.errors import RuleCode
 from planner.layout import Layout, Sharding, TrainingConfig
-from planner.model.settings import DEFAULT_SETTINGS
-from planner.model.stack_profiles import MEGATRON_CORE_TP_COMM_OVERLAP
+from planner.model.settings import DEFAULT_SETTINGS, DTENSOR_TP_COMM_OVERLAP
+from planner.model.stack_profiles import MEGATRON_CORE_TP_COMM_OVERLAP, UNBUFFERED_TP_COMM_OVERLAP
 from planner.model.stacks import STACK_SETTINGS, Stack
 from planner.request import PlanRequest, request_settings
 from planner.stack_rules import RunChoices
@@ -30,12 +30,13 @@ def _flagperf_like(tp_comm_overlap: bool, num_gpus: int = 16, stack: Stack = Sta
 
 
 def test_off_hides_tp_traffic_as_the_named_default_does_not_the_fitted_share():
-    """Off is trainplan's named default share (0.3, "no such overlap"), not a new number; the
-    recipe's 0.5 stays the profile's."""
+    """Off is the named unbuffered share (0.3, trainplan's default until session 52), not a new
+    number; the recipe's 0.5 stays the profile's; trainplan's own DTensor TP hides none."""
     request = PlanRequest(  # planner tests import no app (test_floors)
         model=get_preset("llama3-8b"), training_tokens=1e10, stack=Stack.MEGATRON_CORE, tp_comm_overlap=False
     )
-    assert request_settings(request).tp_comm_overlap == DEFAULT_SETTINGS.tp_comm_overlap == 0.3
+    assert request_settings(request).tp_comm_overlap == UNBUFFERED_TP_COMM_OVERLAP == 0.3
+    assert DEFAULT_SETTINGS.tp_comm_overlap == DTENSOR_TP_COMM_OVERLAP == 0.0
     on = request.model_copy(update={"tp_comm_overlap": True})
     assert request_settings(on).tp_comm_overlap == MEGATRON_CORE_TP_COMM_OVERLAP == 0.5
     assert STACK_SETTINGS[Stack.MEGATRON_CORE].tp_comm_overlap == MEGATRON_CORE_TP_COMM_OVERLAP

@@ -86,7 +86,9 @@ def test_the_ceiling_says_what_it_is_the_best_of_not_the_plans_scale():
     big = held(Layout(dp_shard=256, tp=4, pp=4, vpp=8, sharding="zero1"), 4096, 4)
     node = held(Layout(dp_shard=8), 8, 1)
     c = big.ceiling
-    assert c is not None and c.binding and c.multi_node and c.num_gpus is not None and c.num_gpus < 4096
+    # since session 52 (DTensor's TP traffic exposed) the plan runs just under it: its band's fast end
+    # passes it, and the line names it the same way
+    assert c is not None and c.multi_node and c.num_gpus is not None and c.num_gpus < 4096
     line = " ".join(ceiling_line(big).split())
     assert "and scale" not in line and f"on {c.num_gpus:,} x {c.gpu})" in line
     assert "the best measured on this GPU architecture and precision over more than one node, any model size" in line

@@ -830,10 +830,12 @@ def test_a_band_past_the_best_measured_mfu_says_so_where_the_ceiling_does_not_ho
 
     args = ["estimate", "--model", "llama2-70b", "--gpu", "a100-80gb-sxm", "--num-gpus", "2048", "--tp", "4"]
     args += ["--pp", "8", "--vpp", "8", "--sharding", "zero1", "--seq-len", "4096", "--global-batch-tokens", "4194304"]
-    assert main([*args, "--ac", "full"]) == 0  # full recompute: under the 3D ceiling (trial s44 M1)
+    # selective recompute: under the 3D ceiling (trial s44 M1; full recompute was, until DTensor's TP
+    # traffic was exposed in session 52 and its band's fast end fell under it too)
+    assert main([*args, "--ac", "selective"]) == 0
     line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("efficiency ceiling:"))
     layout = Layout(tp=4, pp=8, vpp=8, sharding=Sharding.ZERO1)
-    training = TrainingConfig(seq_len=4096, micro_batch=1, grad_accum=16, activation_checkpointing="full")
+    training = TrainingConfig(seq_len=4096, micro_batch=1, grad_accum=16, activation_checkpointing="selective")
     e = build_plan(get_preset("llama2-70b"), "a100-80gb-sxm", layout, training, num_gpus=2048).estimate
     assert not e.ceiling.binding and e.uncertainty.mfu[1] > e.ceiling.mfu
     assert f"the MFU band's fast end, {e.uncertainty.mfu[1]:.1%}, passes {e.ceiling.mfu:.1%}" in line

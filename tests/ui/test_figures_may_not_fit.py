@@ -68,15 +68,15 @@ def test_a_counts_point_is_its_sure_layout_and_the_front_passes_over_points_that
         alone = points[(points["gpu"] == gpu) & (points["num_gpus"] == MAY_NOT_FIT_COUNT)]
         assert alone["may_not_fit"].all()  # no layout on 40 surely fits: its point may not
     assert not points.loc[points["pareto"], "may_not_fit"].any()
-    # the search's own choice is the front's cheapest point
+    # the search's own choice is a front point: the cheapest, or one within the near-tie rule's 1 %
+    # of it and faster (planner/search/ties.py; since session 52 H100 at +0.6 % over A100)
+    from planner.search.ties import NEAR_TIE_FRACTION
+
     chosen = planned(_request(Risk.P80)).plan
-    cheapest = points[points["pareto"]].sort_values("cost_at_risk_usd").iloc[0]
-    assert not chosen.estimate.may_not_fit
-    assert (chosen.gpu, chosen.num_gpus, plan_label(chosen)) == (
-        cheapest["gpu"],
-        cheapest["num_gpus"],
-        cheapest["layout"],
-    )
+    front = points[points["pareto"]]
+    same = front[(front["gpu"] == chosen.gpu) & (front["num_gpus"] == chosen.num_gpus)]
+    assert not chosen.estimate.may_not_fit and list(same["layout"]) == [plan_label(chosen)]
+    assert same["cost_at_risk_usd"].iloc[0] <= front["cost_at_risk_usd"].min() * (1 + NEAR_TIE_FRACTION)
     # at p50 the cheapest layout stands for its count, as before
     median = _points(frames[Risk.P50], Risk.P50)
     assert median.equals(_points(frames[Risk.P50], None))
