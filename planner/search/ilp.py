@@ -22,7 +22,7 @@ import pandas as pd
 import pulp
 
 from planner.frontier import anchor_survivors
-from planner.model.rowwise import distinct
+from planner.search.alternatives import best_rows, twin_key
 from planner.search.diagnosis import RowChecks, Unplanned, binding_per_type, diagnose
 from planner.search.solver import new_binaries, run_solver
 from planner.search.table import ScoredTable
@@ -274,20 +274,101 @@ def solve_single(
     batch_target: int | None = None,
     per_gpu: bool = False,
 ) -> SingleSolution:
-    r"""Choose the best candidate for one job.
+    """Choose the best candidate for one job: the model (1)-(7) of ``_single_job_problem`` over the
+    rows ``_feasible_rows`` passes (``batch_target``: those at the batch asked for) and
+    ``_kept_rows`` keeps (``prune``), with near ties under cost and time (``_chosen_row``'s (8)).
+    Raises :class:`InfeasiblePlan` when no row is feasible."""
+    if top_k < 0:
+        raise ValueError(f"top_k: expected >= 0, got {top_k}")
+    w_cost, w_time = objective_weights(objective, cost_weight)
+    checks = check_rows(table, deadline_s=deadline_s, budget_usd=budget_usd, inventory=inventory)
+    feasible = _feasible_rows(table, checks, batch_target)
+    C, T = table.cost_usd, table.time_to_train_s
+    C_ref, T_ref = positive_reference(C[feasible]), positive_reference(T[feasible])
+    score = w_cost * C[feasible] / C_ref + w_time * T[feasible] / T_ref
+    kept = _kept_rows(table, feasible, prune)
+    objective = Objective(objective)
+    limits = _Limits(deadline_s, budget_usd, inventory)
+    weights, refs = (w_cost, w_time), (C_ref, T_ref)
+    choice = _chosen_row(table, feasible, kept, objective, weights, refs, limits, (solver, time_limit_s))
+    row = choice.row
+    return SingleSolution(
+        row=row,
+        objective=objective,
+        cost_usd=float(C[row]),
+        objective_value=float(w_cost * C[row] / C_ref + w_time * T[row] / T_ref),
+        time_to_train_s=float(T[row]),
+        alternatives=best_rows(
+            feasible,
+            score,
+            row,
+            top_k,
+            table.extra.get("choice_group"),
+            twin_key(table, feasible, T, C) if top_k else None,
+        ),
+        best_per_gpu=_best_per_gpu(table, feasible, score, row, objective) if per_gpu else (),
+        unplanned_gpus=binding_per_type(table.gpu_id, checks, feasible) if per_gpu else (),
+        solver=choice.solver,
+        num_rows=len(table),
+        num_feasible=len(feasible),
+        num_pruned=len(feasible) - len(kept),
+        num_variables=choice.num_variables,
+        cost_ref_usd=C_ref,
+        time_ref_s=T_ref,
+    )
 
-    Notation: candidates c in C, each with GPU type g(c), GPU count n_c, time-to-train T_c,
-    cost C_c and the booleans fits_c (memory), div_c (divisibility), bat_c (batch). Limits:
-    deadline D, budget B, inventory inv_g per GPU type (types absent from ``inventory`` have
-    inv_g = 0; no ``inventory`` means inv_g = inf). Objective weights (w_C, w_T) from
-    :func:`objective_weights`; C_ref, T_ref = the least C and T over feasible rows.
 
-        variables   x_c in {0, 1}      for c in C' = {c : fits_c and div_c and bat_c}   (1-3)
-        minimise    sum_c (w_C C_c / C_ref + w_T T_c / T_ref) x_c
-        subject to  (4) sum_c x_c = 1
-                    (5) sum_c T_c x_c <= D
-                    (6) sum_c C_c x_c <= B
-                    (7) sum_{c : g(c) = g} n_c x_c <= inv_g     for every GPU type g
+def _feasible_rows(table: ScoredTable, checks: RowChecks, batch_target: int | None) -> np.ndarray:
+    """The rows that pass every check, in tie order (``tie_order``); :class:`InfeasiblePlan` (the
+    diagnosis) where none does.
+
+    ``batch_target`` (the requested global batch, tokens; needs ``table.extra["batch_tokens"]``):
+    of the feasible rows only those at the batch asked for are kept (``nearest_batch``): the target
+    itself where a feasible row meets it, else those within NEAR_BATCH_FRACTION of it, else the
+    nearest (docs/ilp.md, "Batch")."""
+    feasible = np.flatnonzero(checks.feasible())
+    if len(feasible) == 0:
+        raise diagnose(table, checks)
+    if batch_target is not None:
+        feasible = feasible[nearest_batch(table.extra["batch_tokens"][feasible], batch_target)]
+    return tie_order(table, feasible)
+
+
+def _kept_rows(table: ScoredTable, feasible: np.ndarray, prune: bool) -> np.ndarray:
+    """The feasible rows that get a variable: with ``prune``, the undominated ones.
+
+    With one job, (5)-(7) bind one x_c at a time, so they are also applied as row filters
+    before pruning (Pareto pruning is only sound on rows that satisfy every constraint); the
+    model keeps them so that it is the one written here. Dominated rows (per GPU type, the
+    (C, T) Pareto front of feasible rows is kept) get no variable: both weights are positive,
+    so an optimum is never dominated."""
+    if not prune:
+        return feasible
+    C, T = table.cost_usd, table.time_to_train_s
+    # Each GPU type and count's fastest row prunes its rows before the sort (pareto_mask's cells).
+    cells = table.num_gpus[feasible]
+    return feasible[pareto_mask(table.gpu_codes()[feasible], C[feasible], T[feasible], cells=cells)]
+
+
+@dataclass(frozen=True)
+class _Choice:
+    row: int  # the table row chosen
+    solver: str  # the solver's name
+    num_variables: int  # of the last model solved
+
+
+def _chosen_row(
+    table: ScoredTable,
+    feasible: np.ndarray,
+    kept: np.ndarray,
+    objective: Objective,
+    weights: tuple[float, float],
+    refs: tuple[float, float],
+    limits: _Limits,
+    run: tuple[str, float | None],
+) -> _Choice:
+    """The row (1)-(7) of ``_single_job_problem`` choose over ``kept``; ``weights``: (w_C, w_T),
+    ``refs``: (C_ref, T_ref), ``run``: (solver, time limit).
 
     Near ties (objectives cost and time, with P the primary and S the other of C, T): a second
     solve with objective S_c / S_ref (+ the tie-break weight on P) and
@@ -296,77 +377,23 @@ def solve_single(
 
     keeps a plan within eps = NEAR_TIE_FRACTION of the cheapest (fastest) and takes the fastest
     (cheapest) of those. Of the rows within eps of that choice in both C and T (and within (8)),
-    the one least at the band's slow end is taken (``ties.settle_near_tie``).
-
-    With one job, (5)-(7) bind one x_c at a time, so they are also applied as row filters
-    before pruning (Pareto pruning is only sound on rows that satisfy every constraint); the
-    model keeps them so that it is the one written here. Dominated rows (per GPU type, the
-    (C, T) Pareto front of feasible rows is kept) get no variable: both weights are positive,
-    so an optimum is never dominated. Raises :class:`InfeasiblePlan` when no row is feasible.
-
-    ``batch_target`` (the requested global batch, tokens; needs ``table.extra["batch_tokens"]``):
-    of the feasible rows only those at the batch asked for are kept (``nearest_batch``): the target
-    itself where a feasible row meets it, else those within NEAR_BATCH_FRACTION of it, else the
-    nearest (docs/ilp.md, "Batch").
-    """
-    if top_k < 0:
-        raise ValueError(f"top_k: expected >= 0, got {top_k}")
-    w_cost, w_time = objective_weights(objective, cost_weight)
-    checks = check_rows(table, deadline_s=deadline_s, budget_usd=budget_usd, inventory=inventory)
-    feasible = np.flatnonzero(checks.feasible())
-    if len(feasible) == 0:
-        raise diagnose(table, checks)
-    if batch_target is not None:
-        feasible = feasible[nearest_batch(table.extra["batch_tokens"][feasible], batch_target)]
-    feasible = tie_order(table, feasible)
+    the one least at the band's slow end is taken (``ties.settle_near_tie``)."""
+    (w_cost, w_time), (C_ref, T_ref) = weights, refs
     C, T = table.cost_usd, table.time_to_train_s
-    C_ref, T_ref = positive_reference(C[feasible]), positive_reference(T[feasible])
-    score = w_cost * C[feasible] / C_ref + w_time * T[feasible] / T_ref
-    # Each GPU type and count's fastest row prunes its rows before the sort (pareto_mask's cells).
-    cells = table.num_gpus[feasible]
-    kept = (
-        feasible[pareto_mask(table.gpu_codes()[feasible], C[feasible], T[feasible], cells=cells)] if prune else feasible
-    )
-
-    objective = Objective(objective)
-    limits = _Limits(deadline_s, budget_usd, inventory)
     kept_score = w_cost * C[kept] / C_ref + w_time * T[kept] / T_ref
     settle_rows = feasible  # the rows a near tie may settle on: within (8)'s window, where it applies
     problem, x = _single_job_problem(table, kept, kept_score, limits)
-    optimal, solver_name = run_solver(problem, solver, time_limit_s)
+    optimal, solver_name = run_solver(problem, *run)
     assert optimal, "every variable of the single-job model is a feasible row"
     if objective in (Objective.COST, Objective.TIME):
         P, S, P_ref, S_ref = (C, T, C_ref, T_ref) if objective is Objective.COST else (T, C, T_ref, C_ref)
         optimum = float(P[kept[chosen_index(x)]])
         settle_rows = feasible[P[feasible] <= optimum * (1 + NEAR_TIE_FRACTION)]  # review s38: not 2 eps
-        x, solver_name = _near_tie_solve(table, kept, (P, S, P_ref, S_ref), optimum, limits, (solver, time_limit_s))
+        x, solver_name = _near_tie_solve(table, kept, (P, S, P_ref, S_ref), optimum, limits, run)
     row = first_of_tie(table, kept, int(kept[chosen_index(x)]))
-    settled = settle_near_tie(table, settle_rows, row, (w_cost, w_time), (C_ref, T_ref), NEAR_TIE_FRACTION)
+    settled = settle_near_tie(table, settle_rows, row, weights, refs, NEAR_TIE_FRACTION)
     row = first_of_tie(table, feasible, settled) if settled != row else row
-    return SingleSolution(
-        row=row,
-        objective=objective,
-        cost_usd=float(C[row]),
-        objective_value=float(w_cost * C[row] / C_ref + w_time * T[row] / T_ref),
-        time_to_train_s=float(T[row]),
-        alternatives=_best_rows(
-            feasible,
-            score,
-            row,
-            top_k,
-            table.extra.get("choice_group"),
-            _twin_key(table, feasible, T, C) if top_k else None,
-        ),
-        best_per_gpu=_best_per_gpu(table, feasible, score, row, objective) if per_gpu else (),
-        unplanned_gpus=binding_per_type(table.gpu_id, checks, feasible) if per_gpu else (),
-        solver=solver_name,
-        num_rows=len(table),
-        num_feasible=len(feasible),
-        num_pruned=len(feasible) - len(kept),
-        num_variables=len(x),
-        cost_ref_usd=C_ref,
-        time_ref_s=T_ref,
-    )
+    return _Choice(row=row, solver=solver_name, num_variables=len(x))
 
 
 def _best_per_gpu(
@@ -376,7 +403,7 @@ def _best_per_gpu(
     the rows of that type within NEAR_TIE_FRACTION of its own optimum, the best on the other axis
     (constraint (8), ``fastest_near_cheapest`` with the axes the objective's; trial s43: --per-gpu
     listed an H200 plan of 44.7 days where a search of the H200 alone chose 16.8 days for 0.4 % more)."""
-    best = _best_rows(feasible, score, chosen, len(feasible), table.gpu_codes())
+    best = best_rows(feasible, score, chosen, len(feasible), table.gpu_codes())
     if objective not in (Objective.COST, Objective.TIME):
         return best
     C, T, codes = table.cost_usd, table.time_to_train_s, table.gpu_codes()
@@ -395,7 +422,22 @@ class _Limits:
 def _single_job_problem(
     table: ScoredTable, kept: np.ndarray, coefficients: np.ndarray, limits: _Limits
 ) -> tuple[pulp.LpProblem, list[pulp.LpVariable]]:
-    """(1)-(7) of :func:`solve_single` over the rows ``kept``, minimising ``coefficients . x``."""
+    r"""The single-job model over the rows ``kept``, minimising ``coefficients . x`` (:func:`solve_single`'s
+    objective below, or ``_near_tie_solve``'s).
+
+    Notation: candidates c in C, each with GPU type g(c), GPU count n_c, time-to-train T_c,
+    cost C_c and the booleans fits_c (memory), div_c (divisibility), bat_c (batch). Limits:
+    deadline D, budget B, inventory inv_g per GPU type (types absent from ``inventory`` have
+    inv_g = 0; no ``inventory`` means inv_g = inf). Objective weights (w_C, w_T) from
+    :func:`objective_weights`; C_ref, T_ref = the least C and T over feasible rows.
+
+        variables   x_c in {0, 1}      for c in C' = {c : fits_c and div_c and bat_c}   (1-3)
+        minimise    sum_c (w_C C_c / C_ref + w_T T_c / T_ref) x_c
+        subject to  (4) sum_c x_c = 1
+                    (5) sum_c T_c x_c <= D
+                    (6) sum_c C_c x_c <= B
+                    (7) sum_{c : g(c) = g} n_c x_c <= inv_g     for every GPU type g
+    """
     T, C = table.limit_figures()  # the limits' figures, as check_rows judges them
     n = table.num_gpus
     deadline_s, budget_usd, inventory = limits.deadline_s, limits.budget_usd, limits.inventory
@@ -435,45 +477,3 @@ def nearest_batch(batch_tokens: np.ndarray, target: int) -> np.ndarray:
     nearest = distance.min()
     best = int(batch[distance == nearest].max())
     return batch == best
-
-
-def _twin_key(table: ScoredTable, rows: np.ndarray, T: np.ndarray, C: np.ndarray) -> np.ndarray:
-    """Per table row, a code shared by those of ``rows`` a buyer cannot tell apart: the same GPU
-    type and count at the same time to train (to the millisecond), cost (to the cent) and memory
-    (to the MiB); -1 off ``rows``. Layouts held at one efficiency ceiling tie on time and cost but
-    not on memory: they stay apart."""
-    code = np.full(len(T), -1, dtype=np.int64)
-    memory = np.round(np.asarray(table.memory_need_gib)[rows] * 1024)
-    key = [table.gpu_id[rows], table.num_gpus[rows], np.round(T[rows], 3), np.round(C[rows], 2), memory]
-    code[rows] = distinct(key, len(rows))[1]
-    return code
-
-
-def _first_of_each(ranked: np.ndarray, code: np.ndarray, chosen: int) -> np.ndarray:
-    """The first of ``ranked`` per ``code``, none of the chosen row's code, in rank order."""
-    _, first = np.unique(code[ranked], return_index=True)
-    ranked = ranked[np.sort(first)]
-    return ranked[code[ranked] != code[chosen]]
-
-
-def _best_rows(
-    rows: np.ndarray,
-    score: np.ndarray,
-    chosen: int,
-    top_k: int,
-    group: np.ndarray | None = None,
-    twins: np.ndarray | None = None,
-) -> tuple[int, ...]:
-    """The ``top_k`` best-scoring rows other than ``chosen``, best first (ties: the earlier in
-    ``rows``). With ``group`` (a code per table row, score.py ``choice_groups``), the best row of
-    each code only, and none of the chosen row's code: alternatives that differ in more than the
-    micro-batch split. With ``twins`` (``_twin_key``), likewise one row per GPU type, count, time,
-    cost and memory (trial s26: zero1 / zero2 twins of one time, cost and memory took half the list)."""
-    if top_k == 0 or len(rows) == 0:
-        return ()
-    order = np.lexsort((np.arange(len(rows)), score))
-    ranked = rows[order]
-    for code in (group, twins):
-        if code is not None:
-            ranked = _first_of_each(ranked, code, chosen)
-    return tuple(int(r) for r in ranked if r != chosen)[:top_k]
