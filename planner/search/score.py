@@ -22,7 +22,7 @@ from planner.layout import ActivationCheckpointing
 from planner.model.candidates import AC_NONE, IMPL_HF, Candidates
 from planner.model.estimate import divisible, job_cost_usd, job_totals, score
 from planner.model.host import host_capacity_bytes, host_need_bytes
-from planner.model.memory import MemoryBreakdown, fits, memory_terms
+from planner.model.memory import MemoryBreakdown, MemoryTerms, fits, memory_terms
 from planner.model.partial_recompute import fit_ac_blocks
 from planner.model.rowwise import KNOB_COLUMNS, STAGE_COLUMNS, distinct, rows_of, take
 from planner.model.settings import ModelingSettings
@@ -72,34 +72,25 @@ def candidate_table(
     ``dominated``, and a blocks row among them keeps the memory of the count it was generated
     at (every block checkpointed), not the fewest that fit."""
     terms = memory_terms(model, c, settings)
-    mem = terms.breakdown
     # Before the recompute fit re-keys its rows (the rules read no recompute): once per layout.
     valid = divisible(model, c, space.trainer_rules)
     # The GPU-memory half of score's fit rule: a superset of the rows that fit. The blocks rows
     # are generated at their full count, and the fit below only lowers those that fit to the
     # fewest that still do: the rows that fit are these, before it and after.
-    fitting = np.flatnonzero(fits(mem.device_total, c.memory_bytes, settings.memory_headroom))
-    twin = recompute_twins(c, fitting) if prune_dominated else np.full(len(fitting), -1)
-    if evidence is not None and evidence.judges_memory:
-        # at p80 / p90 a twin stands for a row only if it fits at its band's high end as surely
-        # (review s42: the sure recompute rows were pruned for twins that may not fit)
-        unsure = may_not_fit(mem, c, settings, evidence)
-        twin[(twin >= 0) & unsure[np.maximum(twin, 0)] & ~unsure[fitting]] = -1
+    fitting = np.flatnonzero(fits(terms.breakdown.device_total, c.memory_bytes, settings.memory_headroom))
+    twin = (
+        _standing_twins(c, fitting, terms.breakdown, settings, evidence)
+        if prune_dominated
+        else np.full(len(fitting), -1)
+    )
     pruned = twin >= 0
-    # The blocks rows' checkpointed blocks, the fewest that fit (written into c's columns), but
-    # for the pruned rows: never timed, they keep the count generated (and its memory).
-    if space.ac_blocks is None:
-        full = ActivationCheckpointing.FULL in space.activation_checkpointing
-        capacity = fit_capacity(c, settings, evidence)
-        mem = fit_ac_blocks(model, c, settings, terms, recode_full=full, skip=fitting[pruned], capacity=capacity)
+    mem = _fitted_blocks_memory(model, c, settings, terms, space, evidence, skip=fitting[pruned])
     dominated = np.zeros(len(c), dtype=bool)
     dominated[fitting[pruned]] = True
-    batch = batch_tokens(c)
     fit, (seconds, uncapped) = timed_rows(model, c, fitting[~pruned], training_tokens, settings, evidence, mem)
     # The rest of the fit rule (the host's, for offload) reads no recompute: as the twin's.
     fit[fitting[pruned]] = fit[twin[pruned]]
     factor = 1.0 if evidence is None else evidence.time_factor
-    lo, hi = (np.nan, np.nan) if evidence is None else evidence.band
     return ScoredTable(
         gpu_id=np.asarray(gpu_ids, dtype=object)[c.gpu_index],
         num_gpus=c.num_gpus,
@@ -112,41 +103,88 @@ def candidate_table(
         divisible=valid,
         label=np.full(len(c), "", dtype=object),
         dominated=dominated,
-        extra={
-            "tp": c.tp,
-            "pp": c.pp,
-            "dp_shard": c.dp_shard,
-            "row": np.arange(len(c)),
-            "choice_group": choice_groups(c, fitting, batch),
-            "gpu_index": c.gpu_index,  # gpu_id's codes (ScoredTable.gpu_codes)
-            "batch_tokens": batch,
-            "model_time_s": seconds,
-            "model_cost_usd": job_cost_usd(seconds, c, settings),  # what a budget judges beside the risk's
-            # the model's own time, before the efficiency ceiling: the ILP's last tie-break
-            "uncapped_time_s": uncapped,
-            "price_estimated": c.price_estimated,  # a tie's order: sourced prices first (ties.tie_order)
-            "sharding": c.sharding,  # and then ZeRO-1 of sharding twins (ties.SHARDING_TIE_RANK)
-            # the rest of a row's layout label (ScoredTable.row_label: the diagnosis's named plan,
-            # buyer trial s50 L6), the candidates' own arrays
-            **{
-                name: getattr(c, name)
-                for name in ("dp_replicate", "cp", "vpp", "ep", "micro_batch", "grad_accum", "ac")
-            },
-            "time_factor": np.broadcast_to(factor, seconds.shape),
-            "band_lo": np.broadcast_to(lo, seconds.shape),  # the 80 % band of measured / predicted time
-            "band_hi": np.broadcast_to(hi, seconds.shape),
-            # the cost at the band's slow end: the GPUs held that long (a term billed whole does not
-            # grow with the time; ties.settle_near_tie, review s43)
-            "cost_hi_usd": job_cost_usd(seconds * hi, c, settings),
-            # the memory band's high end passes the GPU's own room: it may not fit (a tie's order)
-            "may_not_fit": may_not_fit(mem, c, settings, evidence),
-            # ... or passes only the room the fit rule leaves it: into the headroom (a tie's order)
-            "in_headroom": may_not_fit(mem, c, settings, evidence, headroom=settings.memory_headroom),
-            # offload's host fit (planner/model/host.py), for the diagnosis
-            "host_need_gib": host_need_bytes(model, c, settings) / GIB,
-            "host_capacity_gib": host_capacity_bytes(c, settings) / GIB,
-        },
+        extra=_extra_columns(model, c, settings, evidence, mem, fitting, (seconds, uncapped, factor)),
     )
+
+
+def _standing_twins(
+    c: Candidates, fitting: np.ndarray, mem: MemoryBreakdown, settings: ModelingSettings, evidence: RowEvidence | None
+) -> np.ndarray:
+    """Per row of ``fitting``, the ``recompute_twins`` row that stands for it (-1: none): at p80 /
+    p90 only one that fits at its band's high end as surely (review s42: the sure recompute rows
+    were pruned for twins that may not fit)."""
+    twin = recompute_twins(c, fitting)
+    if evidence is not None and evidence.judges_memory:
+        unsure = may_not_fit(mem, c, settings, evidence)
+        twin[(twin >= 0) & unsure[np.maximum(twin, 0)] & ~unsure[fitting]] = -1
+    return twin
+
+
+def _fitted_blocks_memory(
+    model: ModelSpec,
+    c: Candidates,
+    settings: ModelingSettings,
+    terms: MemoryTerms,
+    space: SearchSpace,
+    evidence: RowEvidence | None,
+    skip: np.ndarray,
+) -> MemoryBreakdown:
+    """The memory of every row once the blocks rows checkpoint the fewest blocks that fit (written
+    into c's columns), but for the rows ``skip``ped (pruned: never timed, they keep the count
+    generated and its memory); where the request fixed the count, the memory as generated."""
+    if space.ac_blocks is not None:
+        return terms.breakdown
+    full = ActivationCheckpointing.FULL in space.activation_checkpointing
+    capacity = fit_capacity(c, settings, evidence)
+    return fit_ac_blocks(model, c, settings, terms, recode_full=full, skip=skip, capacity=capacity)
+
+
+def _extra_columns(
+    model: ModelSpec,
+    c: Candidates,
+    settings: ModelingSettings,
+    evidence: RowEvidence | None,
+    mem: MemoryBreakdown,
+    fitting: np.ndarray,
+    timed: tuple[np.ndarray, np.ndarray, float | np.ndarray],
+) -> dict[str, np.ndarray]:
+    """The table's columns beyond those the ILP constrains on: what the alternatives, the ties, the
+    row label and the diagnosis read. ``timed``: the model's own time to train and the time before
+    the efficiency ceiling (``timed_rows``), seconds, and the risk's factor on them."""
+    seconds, uncapped, factor = timed
+    lo, hi = (np.nan, np.nan) if evidence is None else evidence.band
+    batch = batch_tokens(c)
+    return {
+        "tp": c.tp,
+        "pp": c.pp,
+        "dp_shard": c.dp_shard,
+        "row": np.arange(len(c)),
+        "choice_group": choice_groups(c, fitting, batch),
+        "gpu_index": c.gpu_index,  # gpu_id's codes (ScoredTable.gpu_codes)
+        "batch_tokens": batch,
+        "model_time_s": seconds,
+        "model_cost_usd": job_cost_usd(seconds, c, settings),  # what a budget judges beside the risk's
+        # the model's own time, before the efficiency ceiling: the ILP's last tie-break
+        "uncapped_time_s": uncapped,
+        "price_estimated": c.price_estimated,  # a tie's order: sourced prices first (ties.tie_order)
+        "sharding": c.sharding,  # and then ZeRO-1 of sharding twins (ties.SHARDING_TIE_RANK)
+        # the rest of a row's layout label (ScoredTable.row_label: the diagnosis's named plan,
+        # buyer trial s50 L6), the candidates' own arrays
+        **{name: getattr(c, name) for name in ("dp_replicate", "cp", "vpp", "ep", "micro_batch", "grad_accum", "ac")},
+        "time_factor": np.broadcast_to(factor, seconds.shape),
+        "band_lo": np.broadcast_to(lo, seconds.shape),  # the 80 % band of measured / predicted time
+        "band_hi": np.broadcast_to(hi, seconds.shape),
+        # the cost at the band's slow end: the GPUs held that long (a term billed whole does not
+        # grow with the time; ties.settle_near_tie, review s43)
+        "cost_hi_usd": job_cost_usd(seconds * hi, c, settings),
+        # the memory band's high end passes the GPU's own room: it may not fit (a tie's order)
+        "may_not_fit": may_not_fit(mem, c, settings, evidence),
+        # ... or passes only the room the fit rule leaves it: into the headroom (a tie's order)
+        "in_headroom": may_not_fit(mem, c, settings, evidence, headroom=settings.memory_headroom),
+        # offload's host fit (planner/model/host.py), for the diagnosis
+        "host_need_gib": host_need_bytes(model, c, settings) / GIB,
+        "host_capacity_gib": host_capacity_bytes(c, settings) / GIB,
+    }
 
 
 # The knobs a plan's alternatives need not differ in: how the batch splits into micro-batches
