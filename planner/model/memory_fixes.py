@@ -53,40 +53,59 @@ def memory_fix_hint(
 ) -> tuple[FixHint, ...]:
     """Next steps relative to the layout already in use. The FSDP and tp degrees named are the
     smallest that remove the excess alone (unsharded states over a quarter of the need: FSDP is
-    named unsized): sharding splits only the states (params, grads,
-    optimizer), tensor parallelism nearly every term; checkpointing and a smaller micro-batch
-    shrink the activations. ``tp_world``: the GPUs on which a tp degree runs by the estimate's own
-    rules and fits by the memory model, None where on none (a fix it would then refuse is none:
-    trial s24, tp=4 offered for Nemotron on HF's modules; trial s52: tp=2, 4, 8 each named on the
-    same GPUs, where the data-parallel group shrinks as tp grows and none fitted); ``pp_world``
-    the fewest stages from twice ``pp`` on that run and fit, with their GPUs (trial s31: pp > 1
-    offered under hf-trainer, which has no pipeline engine; trial s52: named where it needed more
-    GPUs, unsaid), ``cp_world`` the same as ``tp_world`` for a wider context-parallel degree
-    (trial s34: at a million tokens the fixes went from checkpointing to tp to pp, which the
-    schedule then refused, never to cp; review s34: the 1/cp split alone named a cp that did not
-    fit), ``fsdp_runs`` whether the stack shards parameters at all (review s35: deepseek-v3
-    and megatron-lm were told to shard with FSDP, which they refuse), ``offload_frees_gib``
-    the allocated GiB host offload would move off the GPU, 0 where the stack refuses it (trial
-    s31: the fix that fitted was not named; review s31: it was named where the gradients stay on
-    the GPU and it did not fit; trial s52: where the host could not hold the states), ``full_ac_need`` the GiB the same layout needs with full
-    recomputation (None: not known), so checkpointing that does not close the gap alone is said
-    after the fixes that do (trial s38: at a million tokens it led, and left 417 GiB to find),
-    ``full_ac_cp_fits(cp)`` whether full recomputation with that context-parallel degree runs and
-    fits by the memory model (buyer trial s45: at a million tokens neither fixed it alone, and
-    together, cp 16, they did, but the answer named neither cp nor the pair),
-    ``group_fits(dp_shard, dp_replicate, gpus)`` whether an FSDP group fits by the memory model
-    (review s39: under a pipeline the gradients stay unsharded, and the group named by the
-    states' split still did not fit, nor the next one), ``optimizer_fix`` the narrower optimizer formats
-    that make the same layout fit, where the stack offers them (``FitCheck.optimizer_fix``),
-    ``compile_fits`` whether the same layout compiled fits (trial s41: torchtitan's compiled loss
-    freed 17.7 GiB and was never named; ``FitCheck.compile_fits``)."""
+    named unsized): sharding splits only the states (params, grads, optimizer), tensor parallelism
+    nearly every term; checkpointing and a smaller micro-batch shrink the activations. In the order
+    said: the fixes that keep the parallel degrees (``_hints_at_these_degrees``), the activations'
+    (``_activation_hints``), a wider tp or more stages (``_split_hint``); a GPU with more memory
+    where none applies; checkpointing that does not close the gap alone last. Each argument is
+    described on the phase that reads it."""
     excess = need_gib - usable_gib
-    # The terms are allocated bytes; the need also counts the allocator's reserve, which grows
-    # with them: compare in the need's currency.
+    hints = _hints_at_these_degrees(
+        need_gib, excess, terms, layout, training, fsdp_runs, group_fits, optimizer_fix, compile_fits, offload_frees_gib
+    )
+    activation, partial = _activation_hints(
+        need_gib, usable_gib, excess, terms, layout, training, cp_world, full_ac_need, full_ac_cp_fits
+    )
+    hints += activation
+    hints += _split_hint(need_gib, excess, terms, layout, training, model, gpus_per_node, tp_world, pp_world)
+    return (*(hints or [FixHint(code=FixCode.BIGGER_GPU)]), *partial)
+
+
+def _in_need(gib: float, need_gib: float, terms: MemoryTerms) -> float:
+    """Allocated GiB of ``terms`` in the need's currency: the terms are allocated bytes, and the
+    need also counts the allocator's reserve, which grows with them."""
+    return gib * need_gib / max(terms.total, 1e-9)
+
+
+def _hints_at_these_degrees(
+    need_gib: float,
+    excess: float,
+    terms: MemoryTerms,
+    layout: Layout,
+    training: TrainingConfig,
+    fsdp_runs: bool,
+    group_fits: Callable[[int, int, int], bool],
+    optimizer_fix: FixCode | None,
+    compile_fits: bool,
+    offload_frees_gib: float,
+) -> list[FixHint]:
+    """The fixes that keep tp, pp and cp: the 1F1B schedule, sharding (``_sharding_hints``), a
+    narrower optimizer format, compiling, host offload. ``fsdp_runs``: whether the stack shards
+    parameters at all (review s35: deepseek-v3 and megatron-lm were told to shard with FSDP, which
+    they refuse); ``group_fits(dp_shard, dp_replicate, gpus)``: whether an FSDP group fits by the
+    memory model (review s39: under a pipeline the gradients stay unsharded, and the group named by
+    the states' split still did not fit, nor the next one); ``optimizer_fix``: the narrower
+    optimizer formats that make the same layout fit, where the stack offers them
+    (``FitCheck.optimizer_fix``); ``compile_fits``: whether the same layout compiled fits (trial
+    s41: torchtitan's compiled loss freed 17.7 GiB and was never named; ``FitCheck.compile_fits``);
+    ``offload_frees_gib``: the allocated GiB host offload would move off the GPU, 0 where the stack
+    refuses it (trial s31: the fix that fitted was not named; review s31: it was named where the
+    gradients stay on the GPU and it did not fit; trial s52: where the host could not hold the
+    states)."""
     # A pipeline accumulates its gradients unsharded over the step (memory.py): only the
     # parameters and moments shrink with the group there.
     shardable = terms.states - (terms.grads if layout.pp > 1 else 0.0)
-    states = shardable * need_gib / max(terms.total, 1e-9)
+    states = _in_need(shardable, need_gib, terms)
     hints = []
     if layout.pp > 1 and layout.pp_schedule == PipelineSchedule.GPIPE and training.grad_accum > layout.pp:
         # GPipe keeps every micro-batch's activations until the backward; 1F1B at most pp of them.
@@ -96,10 +115,35 @@ def memory_fix_hint(
         hints.append(FixHint(code=optimizer_fix))
     if compile_fits:
         hints.append(FixHint(code=FixCode.COMPILE))
-    if not training.offload and offload_frees_gib * need_gib / max(terms.total, 1e-9) > excess:
+    if not training.offload and _in_need(offload_frees_gib, need_gib, terms) > excess:
         hints.append(FixHint(code=FixCode.OFFLOAD))
+    return hints
+
+
+def _activation_hints(
+    need_gib: float,
+    usable_gib: float,
+    excess: float,
+    terms: MemoryTerms,
+    layout: Layout,
+    training: TrainingConfig,
+    cp_world: Callable[[int], int | None],
+    full_ac_need: Callable[[], float | None],
+    full_ac_cp_fits: Callable[[int], bool],
+) -> tuple[list[FixHint], list[FixHint]]:
+    """The fixes that shrink the activations: full recomputation (with a wider cp where it needs
+    one), a smaller micro-batch, a wider cp; and checkpointing that does not close the gap alone,
+    said last. ``full_ac_need``: the GiB the same layout needs with full recomputation (None: not
+    known), so checkpointing that does not close the gap alone is said after the fixes that do
+    (trial s38: at a million tokens it led, and left 417 GiB to find); ``full_ac_cp_fits(cp)``:
+    whether full recomputation with that context-parallel degree runs and fits by the memory model
+    (buyer trial s45: at a million tokens neither fixed it alone, and together, cp 16, they did, but
+    the answer named neither cp nor the pair); ``cp_world``: the GPUs on which a wider
+    context-parallel degree runs and fits, as ``tp_world`` (``_split_hint``; trial s34: at a million
+    tokens the fixes went from checkpointing to tp to pp, which the schedule then refused, never to
+    cp; review s34: the 1/cp split alone named a cp that did not fit)."""
     # context parallelism splits each sequence: its activations and its loss, 1/cp per rank
-    sequence = (terms.activations + terms.logits_loss) * need_gib / max(terms.total, 1e-9)
+    sequence = _in_need(terms.activations + terms.logits_loss, need_gib, terms)
     full, partial = _recompute_hints(training, terms, usable_gib, full_ac_need)
 
     def cp_named(c: int) -> bool:  # a degree the search runs at this sequence (trial s47 L3: cp=16 at 4K)
@@ -108,29 +152,51 @@ def memory_fix_hint(
     if partial and sequence > excess:  # the sequence's terms could close the gap: split them too
         both = _full_ac_cp_hint(layout, lambda c: cp_named(c) and full_ac_cp_fits(c))
         full, partial = ([both], []) if both is not None else (full, partial)
-    hints += full
+    hints = [*full]
     if training.micro_batch > 1:
         hints.append(FixHint(code=FixCode.MICRO_BATCH, figures={"micro_batch": training.micro_batch}))
     cp = _smallest_degree(layout.cp, sequence, excess, lambda c: cp_world(c) if cp_named(c) else None)
     if cp is not None:
         hints.append(_degree_hint(layout, "cp", *cp, FixCode.CP, FixCode.CP_MORE_GPUS))
+    return hints, partial
+
+
+def _split_hint(
+    need_gib: float,
+    excess: float,
+    terms: MemoryTerms,
+    layout: Layout,
+    training: TrainingConfig,
+    model: ModelSpec,
+    gpus_per_node: int,
+    tp_world: Callable[[int], int | None],
+    pp_world: Callable[[int], tuple[int, int] | None],
+) -> list[FixHint]:
+    """The smallest wider tp that removes the excess alone (tensor parallelism splits nearly every
+    term), else more pipeline stages; none where neither runs. ``tp_world``: the GPUs on which a tp
+    degree runs by the estimate's own rules and fits by the memory model, None where on none (a fix
+    it would then refuse is none: trial s24, tp=4 offered for Nemotron on HF's modules; trial s52:
+    tp=2, 4, 8 each named on the same GPUs, where the data-parallel group shrinks as tp grows and
+    none fitted); ``pp_world``: the fewest stages from twice ``pp`` on that run and fit, with their
+    GPUs (trial s31: pp > 1 offered under hf-trainer, which has no pipeline engine; trial s52: named
+    where it needed more GPUs, unsaid)."""
     native_moe = model.is_moe and training.impl == Implementation.NATIVE  # its blocks take no tp (structure.py)
 
     def tp_fits(t: int) -> int | None:
         return tp_world(t) if not native_moe and t <= gpus_per_node and model.num_heads % t == 0 else None
 
     tp = _smallest_degree(layout.tp, need_gib - terms.misc, excess, tp_fits)
+    if tp is not None:
+        return [_degree_hint(layout, "tp", *tp, FixCode.TP, FixCode.TP_MORE_GPUS)]
     # More stages split the layers' states and copies, not the activations: 1F1B keeps pp micro-
     # batches of 1/pp of the layers in flight on the first stage (buyer trial s45 L2: at a million
     # tokens pp 8 was offered first and still needed 430 GiB); so only where those could close the gap
-    split = (terms.states + terms.unsharded_params) * need_gib / max(terms.total, 1e-9)
-    if tp is not None:
-        hints.append(_degree_hint(layout, "tp", *tp, FixCode.TP, FixCode.TP_MORE_GPUS))
-    elif layout.pp < model.num_layers and split > excess and (pp := pp_world(2 * layout.pp)) is not None:
+    split = _in_need(terms.states + terms.unsharded_params, need_gib, terms)
+    if layout.pp < model.num_layers and split > excess and (pp := pp_world(2 * layout.pp)) is not None:
         stages, gpus = pp
         more = {"stages": stages, "gpus": gpus} if gpus != layout.world_size else {}
-        hints.append(FixHint(code=FixCode.PP_MORE_GPUS if more else FixCode.PP, figures={"pp": layout.pp} | more))
-    return (*(hints or [FixHint(code=FixCode.BIGGER_GPU)]), *partial)
+        return [FixHint(code=FixCode.PP_MORE_GPUS if more else FixCode.PP, figures={"pp": layout.pp} | more)]
+    return []
 
 
 def _recompute_hints(
