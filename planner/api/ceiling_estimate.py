@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from planner import accuracy
 from planner.accuracy.ceiling import ceiling_regime, coarse_experts
+from planner.accuracy.regime import Regime
 from planner.catalog.calibration import rates_timed_on_cpu
 from planner.catalog.hardware import Catalog, GPUSpec
 from planner.job_fit import measured_job_use, shape_words
@@ -41,20 +42,8 @@ def judged_estimate(
     kernel the user named, where its stack would not pick it (a recipe's kernel, in ``settings``, is its
     stack's own; "": none); ``tp_overlap_off``: the stack's TP overlap turned off (``Stack.tp_overlap_off``)."""
     resolved = layout.resolve(num_gpus)
-    # the nodes the estimate will hold the GPUs on: DeepSpeed's ZeRO-3 across them is a band
-    # feature no row measured (the ceiling reads no node fact beyond the GPU count)
-    node = catalog.node(gpu.default_node)
-    per_node = gpus_per_node_of(num_gpus, num_nodes, node)
-    regime = accuracy.regime_for(
-        Stack(stack).value,
-        gpu,
-        resolved,
-        training,
-        model.is_moe,
-        named_kernel,
-        per_node,
-        node.scaleup_domain_size,
-        tp_overlap_off,
+    regime = _band_regime(
+        model, gpu, resolved, training, num_gpus, num_nodes, catalog, Stack(stack), named_kernel, tp_overlap_off
     )
     shape = shape_words(model.name, num_gpus, gpu.id, resolved.describe(Stack(stack).fsdp_word), training, Stack(stack))
     job = measured_job_use(gpu, shape)
@@ -84,4 +73,35 @@ def judged_estimate(
             "uncertainty": band,
             "ceiling": accuracy.efficiency_ceiling(regime_ceiling if by_rates else ceiling, est, lifted=by_rates),
         }
+    )
+
+
+def _band_regime(
+    model: ModelSpec,
+    gpu: GPUSpec,
+    resolved: Layout,
+    training: TrainingConfig,
+    num_gpus: int,
+    num_nodes: int | None,
+    catalog: Catalog,
+    stack: Stack,
+    named_kernel: str,
+    tp_overlap_off: bool,
+) -> Regime:
+    """The job's regime in the validation (``accuracy.regime_for``): what its band and its ceiling
+    are read from."""
+    # the nodes the estimate will hold the GPUs on: DeepSpeed's ZeRO-3 across them is a band
+    # feature no row measured (the ceiling reads no node fact beyond the GPU count)
+    node = catalog.node(gpu.default_node)
+    per_node = gpus_per_node_of(num_gpus, num_nodes, node)
+    return accuracy.regime_for(
+        stack.value,
+        gpu,
+        resolved,
+        training,
+        model.is_moe,
+        named_kernel,
+        per_node,
+        node.scaleup_domain_size,
+        tp_overlap_off,
     )
