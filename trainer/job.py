@@ -88,22 +88,9 @@ def emit_job(
             else f"the plan assumes --attention {plan.attention.value}, an estimate; trainplan emits plans with"
             " the kernel its trainer's SDPA picks (no --attention)"
         )
-    if not str(out_dir).strip() or any(not ch.isprintable() for ch in str(out_dir)):
-        raise ValueError(f"--out {str(out_dir)!r}: give a directory name of printable characters")
-    try:
-        out_dir = Path(out_dir).expanduser().resolve()
-    except (RuntimeError, OSError) as exc:  # Python 3.11: RuntimeError for a symlink loop
-        raise ValueError(f"{flags.out} {out_dir}: cannot resolve the path ({exc})") from None
+    out_dir = _resolved_out_dir(out_dir, flags)
     run = warmup_schedule(checkpoint_interval(plan, _absolute_paths(run)))
-    applied = apply_run_overrides(plan, run, calibration)
-    if not applied.estimate.feasible and not force:
-        reason = one_line_comment(applied.estimate.reason or "it does not fit")
-        changed = list(modelled_overrides(plan, run))
-        if recalibrates(plan, calibration):  # review s38: "with  the plan is" where only the file changed
-            assert calibration is not None
-            changed.append(f"calibration {calibration.record.file}")
-        what = "the plan is" if not plan.estimate.feasible else f"with {', '.join(changed)} the plan is"
-        raise ValueError(f"{what} infeasible ({reason}); fix it, or emit --force to write the job anyway")
+    applied = _applied_plan(plan, run, calibration, force)
     check_input_paths(run)
     check_inputs_read(run, plan.model.vocab_size)
     check_k8s_names(k8s_image, k8s_pvc)
@@ -116,6 +103,32 @@ def emit_job(
             check_emit_target(out_dir, spec, flags)
         check_checkpoints_model(out_dir, spec, flags)
         return out_dir / "job.json" if check_only else _write_job(out_dir, spec, name_folder, flags)
+
+
+def _resolved_out_dir(out_dir: Path, flags: EmitFlags) -> Path:
+    """The job directory as an absolute path; refused where it has no printable name or does not
+    resolve."""
+    if not str(out_dir).strip() or any(not ch.isprintable() for ch in str(out_dir)):
+        raise ValueError(f"--out {str(out_dir)!r}: give a directory name of printable characters")
+    try:
+        return Path(out_dir).expanduser().resolve()
+    except (RuntimeError, OSError) as exc:  # Python 3.11: RuntimeError for a symlink loop
+        raise ValueError(f"{flags.out} {out_dir}: cannot resolve the path ({exc})") from None
+
+
+def _applied_plan(plan: Plan, run: RunSettings, calibration: AppliedCalibration | None, force: bool) -> Plan:
+    """The plan the trainer runs (``apply_run_overrides``); unless ``force``, refused where it does
+    not fit, naming what changed it where the plan itself fitted."""
+    applied = apply_run_overrides(plan, run, calibration)
+    if not applied.estimate.feasible and not force:
+        reason = one_line_comment(applied.estimate.reason or "it does not fit")
+        changed = list(modelled_overrides(plan, run))
+        if recalibrates(plan, calibration):  # review s38: "with  the plan is" where only the file changed
+            assert calibration is not None
+            changed.append(f"calibration {calibration.record.file}")
+        what = "the plan is" if not plan.estimate.feasible else f"with {', '.join(changed)} the plan is"
+        raise ValueError(f"{what} infeasible ({reason}); fix it, or emit --force to write the job anyway")
+    return applied
 
 
 def _write_job(out_dir: Path, spec: JobSpec, name_folder: bool, flags: EmitFlags) -> Path:
