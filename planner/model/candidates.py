@@ -256,22 +256,7 @@ def hardware_columns(
     network_ring_bandwidth: list[float | None] | None = None,
 ) -> dict[str, np.ndarray]:
     """Gather the per-GPU hardware numbers for each row (NaN peak = precision unsupported)."""
-
-    def peak_table(prec: Precision) -> np.ndarray:
-        out = []
-        for gpu in gpus:
-            try:
-                out.append(matmul_peak(gpu, prec))
-            except ValueError:
-                out.append(np.nan)
-        return np.array(out)
-
-    peaks = np.stack([peak_table(p) for p in PRECISION_CODES])  # [precision, gpu]
-    # fp16 GEMMs run at the bf16 rate; fp32 runs TF32, which no catalog entry measures.
-    rate_key = {Precision.FP16: "bf16"}
-    gemm = np.stack(
-        [[g.rates.gemm_flops_per_s.get(rate_key.get(p, p.value), np.nan) for g in gpus] for p in PRECISION_CODES]
-    )
+    peaks, gemm = _precision_rates(gpus)
     per_row = row_gather(gpu_index, len(gpus))
     col = lambda values: per_row(np.asarray(values, dtype=float))  # noqa: E731
     nan_if_none = lambda values: col([np.nan if v is None else v for v in values])  # noqa: E731
@@ -315,6 +300,28 @@ def hardware_columns(
         host_memory_bandwidth=nan_if_none([g.host_memory_bandwidth_bytes_per_s_per_node for g in gpus]),
         gpus_per_node=per_row(np.asarray(gpus_per_node)),
     )
+
+
+def _precision_rates(gpus: list) -> tuple[np.ndarray, np.ndarray]:
+    """Per precision code and GPU ([precision, gpu]): the matmul peak (NaN: the precision
+    unsupported) and the measured GEMM rate (NaN: none measured), FLOP/s."""
+
+    def peak_table(prec: Precision) -> np.ndarray:
+        out = []
+        for gpu in gpus:
+            try:
+                out.append(matmul_peak(gpu, prec))
+            except ValueError:
+                out.append(np.nan)
+        return np.array(out)
+
+    peaks = np.stack([peak_table(p) for p in PRECISION_CODES])
+    # fp16 GEMMs run at the bf16 rate; fp32 runs TF32, which no catalog entry measures.
+    rate_key = {Precision.FP16: "bf16"}
+    gemm = np.stack(
+        [[g.rates.gemm_flops_per_s.get(rate_key.get(p, p.value), np.nan) for g in gpus] for p in PRECISION_CODES]
+    )
+    return peaks, gemm
 
 
 class NetworkColumns(TypedDict):
