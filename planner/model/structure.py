@@ -207,72 +207,100 @@ def structural_rules(
 def _layout_rules(
     model: ModelSpec, *, tp, pp, cp, seq_len, grad_accum, hf, fp8, one_f_one_b, vpp, scaleup_domain_size
 ) -> list[Rule]:
+    """The layout's rules in the order they are reported: the family's, then tensor, pipeline and
+    context parallelism's, then fp8's."""
     hf, fp8, one_f_one_b = (np.asarray(v, dtype=bool) for v in (hf, fp8, one_f_one_b))
+    not_native = native_unsupported(model)
+    return [
+        _limit(hf | (not not_native), RuleCode.NATIVE_UNSUPPORTED, lambda: {"features": ", ".join(not_native)}),
+        *_tensor_rules(model, tp=tp, cp=cp, seq_len=seq_len, hf=hf, scaleup_domain_size=scaleup_domain_size),
+        *_pipeline_rules(model, pp=pp, vpp=vpp, grad_accum=grad_accum, hf=hf, one_f_one_b=one_f_one_b),
+        *_context_rules(model, cp=cp, seq_len=seq_len, hf=hf),
+        # Native blocks take torchao's float8 tensor-parallel styles (trainer/tensor_parallel.py).
+        _limit(~fp8 | (tp == 1) | ~hf, RuleCode.FP8_TP_HF, lambda: {"tp": tp}),
+    ]
 
-    def law(ok, code: RuleCode, figures: Callable[[], Figures] = dict) -> Rule:
-        return Rule(np.asarray(ok), code, figures)
 
-    def trainer(ok, code: RuleCode, figures: Callable[[], Figures] = dict) -> Rule:
-        return Rule(np.asarray(ok), code, figures, trainer_only=True)
+def _law(ok, code: RuleCode, figures: Callable[[], Figures] = dict) -> Rule:
+    """A law of the layout: it binds every stack."""
+    return Rule(np.asarray(ok), code, figures)
+
+
+def _limit(ok, code: RuleCode, figures: Callable[[], Figures] = dict) -> Rule:
+    """A limit of trainplan's own trainer: it binds only the plans trainplan runs."""
+    return Rule(np.asarray(ok), code, figures, trainer_only=True)
+
+
+def _tensor_rules(model: ModelSpec, *, tp, cp, seq_len, hf, scaleup_domain_size) -> list[Rule]:
+    """What tensor parallelism splits evenly, and where its group runs."""
 
     def split(value: int, code: RuleCode) -> Rule:
-        return law(value % tp == 0, code, lambda: {"value": value, "tp": tp})
+        return _law(value % tp == 0, code, lambda: {"value": value, "tp": tp})
 
-    not_native, not_hf_tp = native_unsupported(model), hf_tensor_parallel_unsupported(model)
+    not_hf_tp = hf_tensor_parallel_unsupported(model)
     vocab, padded = model.vocab_size, padded_vocab_size(model.vocab_size)
-    max_stages = max_pipeline_stages(model.num_layers)
     return [
-        trainer(hf | (not not_native), RuleCode.NATIVE_UNSUPPORTED, lambda: {"features": ", ".join(not_native)}),
         split(model.num_heads, RuleCode.TP_HEADS),
         split(model.num_kv_heads, RuleCode.TP_KV_HEADS),
-        trainer((tp == 1) | ~hf | (not not_hf_tp), RuleCode.HF_TP, lambda: {"features": ", ".join(not_hf_tp)}),
+        _limit((tp == 1) | ~hf | (not not_hf_tp), RuleCode.HF_TP, lambda: {"features": ", ".join(not_hf_tp)}),
         split(model.ffn_hidden_size, RuleCode.TP_FFN),
-        trainer((tp == 1) | hf | (model.qk_norm != "full"), RuleCode.QK_NORM_TP, lambda: {"tp": tp}),
+        _limit((tp == 1) | hf | (model.qk_norm != "full"), RuleCode.QK_NORM_TP, lambda: {"tp": tp}),
         # trainplan pads the vocabulary to a multiple of 128; Megatron pads to 128 x tp.
-        trainer(hf | (padded % tp == 0), RuleCode.TP_VOCAB, lambda: {"vocab": vocab, "padded": padded, "tp": tp}),
+        _limit(hf | (padded % tp == 0), RuleCode.TP_VOCAB, lambda: {"vocab": vocab, "padded": padded, "tp": tp}),
         # Sequence parallelism splits each context-parallel rank's seq_len/cp tokens over tp
         # (Megatron asserts the same of its sequence-parallel layers).
-        law(
+        _law(
             (tp == 1) | hf | (seq_len % (tp * cp) == 0),
             RuleCode.SEQ_TP_CP,
             lambda: {"seq_len": seq_len, "degree": tp * cp},
         ),
-        law(
+        _law(
             tp_in_domain(tp, scaleup_domain_size),
             RuleCode.TP_DOMAIN,
             lambda: {"tp": tp, "domain": scaleup_domain_size},
         ),
+    ]
+
+
+def _pipeline_rules(model: ModelSpec, *, pp, vpp, grad_accum, hf, one_f_one_b) -> list[Rule]:
+    """How many stages the layers allow, and the micro-batches a schedule needs."""
+    max_stages = max_pipeline_stages(model.num_layers)
+    return [
         # Uneven stages (planner/layout.py stage_layer_counts): any pp x vpp up to the layer count
         # plus the embedding's and the head's stages.
-        law(
+        _law(
             pp * vpp <= max_stages,
             RuleCode.PP_LAYERS,
             lambda: {"stages": pp * vpp, "max_stages": max_stages, "num_layers": model.num_layers},
         ),
-        trainer((pp == 1) | ~hf, RuleCode.PP_NATIVE, lambda: {"pp": pp}),
+        _limit((pp == 1) | ~hf, RuleCode.PP_NATIVE, lambda: {"pp": pp}),
         # A 1F1B schedule keeps pp micro-batches in flight.
-        law(
+        _law(
             (pp == 1) | ~one_f_one_b | (grad_accum >= pp),
             RuleCode.ONE_F_ONE_B_ACCUM,
             lambda: {"grad_accum": grad_accum, "pp": pp},
         ),
         # torch's interleaved 1F1B runs grad_accum // pp rounds of equal size (Megatron's needs
         # micro-batches divisible by pp, a stricter form of the same law).
-        law(
+        _law(
             (vpp == 1) | (grad_accum % np.maximum(1, grad_accum // pp) == 0),
             RuleCode.VPP_ACCUM,
             lambda: {"grad_accum": grad_accum, "pp": pp},
         ),
-        trainer((cp == 1) | ~hf, RuleCode.CP_NATIVE, lambda: {"cp": cp}),
-        trainer(
+    ]
+
+
+def _context_rules(model: ModelSpec, *, cp, seq_len, hf) -> list[Rule]:
+    """Where context parallelism runs, and how it splits the sequence."""
+    return [
+        _limit((cp == 1) | ~hf, RuleCode.CP_NATIVE, lambda: {"cp": cp}),
+        _limit(
             (cp == 1) | (model.sliding_window is None) | (seq_len <= (model.sliding_window or 0)),
             RuleCode.CP_SLIDING,
             lambda: {"window": model.sliding_window or 0, "seq_len": seq_len},  # broken only with a window
         ),
         # Load-balanced context parallelism gives each rank two chunks of the sequence.
-        law((cp == 1) | (seq_len % (2 * cp) == 0), RuleCode.SEQ_CP, lambda: {"seq_len": seq_len, "degree": 2 * cp}),
-        # Native blocks take torchao's float8 tensor-parallel styles (trainer/tensor_parallel.py).
-        trainer(~fp8 | (tp == 1) | ~hf, RuleCode.FP8_TP_HF, lambda: {"tp": tp}),
+        _law((cp == 1) | (seq_len % (2 * cp) == 0), RuleCode.SEQ_CP, lambda: {"seq_len": seq_len, "degree": 2 * cp}),
     ]
 
 
