@@ -3,10 +3,12 @@ from planner/api/__init__.py, which imports it last (it reads ``calibrated`` fro
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from planner.api import calibrated
 from planner.api.wrap import JobChoices, wrapped_plan
 from planner.catalog.calibration import AppliedCalibration
-from planner.catalog.hardware import Catalog, load_catalog
+from planner.catalog.hardware import Catalog, GPUSpec, load_catalog
 from planner.catalog.networks import canonical_network, catalog_on_network
 from planner.catalog.terms import term_billing
 from planner.layout import Layout, TrainingConfig
@@ -59,22 +61,6 @@ def build_plan(
     ``optimizer_precision``: bf16 gradient buffers, 16-bit master remainders (Megatron only).
     ``run_losses``: the user's own failure rate, checkpoint bandwidth and other run losses.
     ``tp_comm_overlap``: False turns off Megatron-Core's --tp-comm-overlap (megatron-core only)."""
-    choices = (partition_activations, moe_a2a_overlap, attention, optimizer_precision)
-    if problem := configuration_problem(Stack(stack), model, layout, training, *choices, tp_comm_overlap):
-        raise problem
-    chosen = settings or STACK_SETTINGS[stack]
-    settings = run_settings(
-        chosen, attention, partition_activations, moe_a2a_overlap, optimizer_precision, run_losses, tp_comm_overlap
-    )
-    settings = settings.but(term=None if term_filled is None else term_billing(price_kind, term_filled))
-    base, record = calibrated(catalog, calibration)
-    catalog = catalog_on_network(base or load_catalog(), network)
-    network = canonical_network(catalog, network)
-    spec = catalog.gpu(gpu)
-    if kernel := kernel_problem(attention, spec):
-        raise ValueError(kernel)
-    catalog = priced_catalog(catalog, price_kind, [spec.id], {} if price is None else {spec.id: price}, settings)
-    spec = catalog.gpu(spec.id)
     job = JobChoices(
         model=model,
         hf_config_path=hf_config_path,
@@ -89,6 +75,10 @@ def build_plan(
         run_losses=run_losses,
         network=network,
     )
+    settings = _job_settings(job, layout, training, settings, term_filled)
+    base, record = calibrated(catalog, calibration)
+    catalog, spec, network = _priced_gpu(base or load_catalog(), job, gpu, price, settings)
+    job = replace(job, network=network)
     est = job.judged(
         spec, layout, training, num_gpus=num_gpus, num_nodes=num_nodes, catalog=catalog, settings=settings,
         calibration=record,
@@ -96,3 +86,43 @@ def build_plan(
     if requested_global_batch_tokens is not None:
         est = est.model_copy(update={"requested_global_batch_tokens": requested_global_batch_tokens})
     return wrapped_plan(job, spec, layout.resolve(num_gpus), training, est, record)
+
+
+def _job_settings(
+    job: JobChoices,
+    layout: Layout,
+    training: TrainingConfig,
+    settings: ModelingSettings | None,
+    term_filled: float | None,
+) -> ModelingSettings:
+    """The settings the job is estimated under, once its stack would run the configuration:
+    ``settings`` (None: the stack's profile) with the run's choices, and a reserved term's billing."""
+    choices = (job.partition_activations, job.moe_a2a_overlap, job.attention, job.optimizer_precision)
+    if problem := configuration_problem(Stack(job.stack), job.model, layout, training, *choices, job.tp_comm_overlap):
+        raise problem
+    chosen = settings or STACK_SETTINGS[job.stack]
+    settings = run_settings(
+        chosen,
+        job.attention,
+        job.partition_activations,
+        job.moe_a2a_overlap,
+        job.optimizer_precision,
+        job.run_losses,
+        job.tp_comm_overlap,
+    )
+    return settings.but(term=None if term_filled is None else term_billing(job.price_kind, term_filled))
+
+
+def _priced_gpu(
+    base: Catalog, job: JobChoices, gpu: str, price: float | None, settings: ModelingSettings
+) -> tuple[Catalog, GPUSpec, str | None]:
+    """The catalog on the job's network, priced for ``gpu`` (``price`` wins over the job's kind),
+    the GPU's entry there and the network's catalog spelling; refused where the job's attention
+    kernel cannot run on the GPU."""
+    catalog = catalog_on_network(base, job.network)
+    network = canonical_network(catalog, job.network)
+    spec = catalog.gpu(gpu)
+    if kernel := kernel_problem(job.attention, spec):
+        raise ValueError(kernel)
+    catalog = priced_catalog(catalog, job.price_kind, [spec.id], {} if price is None else {spec.id: price}, settings)
+    return catalog, catalog.gpu(spec.id), network
