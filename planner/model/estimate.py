@@ -274,17 +274,10 @@ def estimate(
     s = score(model, c, settings, None if mfu_ceiling is None else np.array([mfu_ceiling]))
     seconds, cost, energy = job_totals(s, c, training_tokens, settings)
     g = job_goodput(s, c, training_tokens, settings)
-    need, cap = float(s.memory.device_total[0]) / GIB, float(c.memory_bytes[0]) / GIB
-    usable = usable_capacity(cap, settings.memory_headroom)
     feasible = bool(s.fits[0])
     terms = MemoryTerms(**s.memory.as_gib())
-    reason: str | None = None
-    fixes: tuple[FixHint, ...] = ()
-    if not feasible and need > usable:
-        check = FitCheck(model, gpu_spec, resolved, training, num_gpus, gpus_per_node, catalog, trainer_rules, stack)
-        reason, fixes = check.device_memory(need, usable, cap, terms, settings)
-    elif not feasible:
-        reason, fixes = host_memory_words(model, c, settings)
+    check = FitCheck(model, gpu_spec, resolved, training, num_gpus, gpus_per_node, catalog, trainer_rules, stack)
+    reason, fixes = (None, ()) if feasible else _unfit_words(check, c, s, settings, terms)
     optional = lambda v: None if not np.isfinite(v[0]) else float(v[0])  # noqa: E731
     (timed,) = timed_attention_kernels(model, c, settings)
     return Estimate(
@@ -313,6 +306,18 @@ def estimate(
         goodput=goodput_estimate(g),
         model=ModelSummary.of(model),
     )
+
+
+def _unfit_words(
+    check: FitCheck, c: Candidates, s: Scores, settings: ModelingSettings, terms: MemoryTerms
+) -> tuple[str, tuple[FixHint, ...]]:
+    """Why a configuration that does not fit does not, and the fixes that would run: the GPU's
+    memory where the need passes its room (``FitCheck.device_memory``), else the host's (offload)."""
+    need, cap = float(s.memory.device_total[0]) / GIB, float(c.memory_bytes[0]) / GIB
+    usable = usable_capacity(cap, settings.memory_headroom)
+    if need > usable:
+        return check.device_memory(need, usable, cap, terms, settings)
+    return host_memory_words(check.model, c, settings)
 
 
 def estimate_plan(
