@@ -11,8 +11,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from planner.model.attended_keys import attended_keys, band_window_keys, window_keys
 from planner.model.attention_kernels import AttentionKernel
-from planner.model.block import attended_keys, band_window_keys, block_table, layer_tables, root_table, window_keys
+from planner.model.block import block_table, layer_tables, root_table
 from planner.model.block_rows import Part
 from planner.model.candidates import AC_ATTENTION, AC_BLOCKS, AC_FULL, AC_SELECTIVE, IMPL_HF, IMPL_NATIVE, Candidates
 from planner.model.pipeline import max_rank_layers

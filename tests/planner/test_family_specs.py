@@ -15,7 +15,8 @@ from support.presets import FIXTURE_CHANGES
 from planner.catalog.models import model_from_hf_config
 from planner.errors import RuleViolation
 from planner.layout import Implementation, Layout, TrainingConfig
-from planner.model.block import attended_keys, block_table, layer_tables, root_table
+from planner.model.attended_keys import attended_keys
+from planner.model.block import block_table, layer_tables, root_table
 from planner.model.block_rows import Part, TpSplit
 from planner.model.estimate import estimate
 from planner.model.flops import forward_flops_per_token

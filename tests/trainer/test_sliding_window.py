@@ -96,7 +96,7 @@ def test_trainplans_banded_window_is_timed_as_it_computes():
     from planner.api import build_plan
     from planner.catalog.models import get_preset
     from planner.layout import Layout, TrainingConfig
-    from planner.model.block import band_window_keys, window_keys
+    from planner.model.attended_keys import band_window_keys, window_keys
     from planner.model.stacks import Stack
 
     model, training = get_preset("mistral-7b-v0.1"), TrainingConfig(seq_len=131072, activation_checkpointing="full")
@@ -129,7 +129,7 @@ def test_transformers_masked_window_is_timed_as_the_whole_square():
 def test_the_band_counts_the_padded_last_block():
     """Review s37: Phi-3-mini's 2,047-token window at 4,096 tokens pads the sequence to 3 blocks;
     the trainer computes 2 later blocks of w queries x 2w keys, which the count left out."""
-    from planner.model.block import band_window_keys
+    from planner.model.attended_keys import band_window_keys
 
     w, s = 2047.0, 4096.0
     computed = w * w / 2 + 2 * w * 2 * w  # the first block causally, then two padded later blocks
