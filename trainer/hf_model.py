@@ -20,6 +20,7 @@ import torch.distributed as dist
 from torch import nn
 from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict, set_model_state_dict
 
+from planner.catalog.hf_config import TRANSFORMERS_ALIASES
 from planner.model.spec import ModelSpec
 
 
@@ -295,7 +296,6 @@ def load_hf_config(spec: ModelSpec, hf_config_path: str | None, seq_len: int):
     if hf_config_path is None:
         return config_from_spec(spec, seq_len)
     from transformers import AutoConfig
-    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
 
     path = Path(hf_config_path)
     try:
@@ -307,8 +307,8 @@ def load_hf_config(spec: ModelSpec, hf_config_path: str | None, seq_len: int):
         raise ValueError(f"{hf_config_path}: config has no model_type")
     data.pop("auto_map", None)  # never import code a config names
     model_type, data = _language_model(data, model_type)
-    if model_type not in CONFIG_MAPPING_NAMES and model_type != spec.family:
-        model_type = spec.family  # a name the reader aliases to a family transformers builds (kimi_k2)
+    # a name the reader aliases to a family transformers builds (kimi_k2); any other unknown one is refused
+    model_type = TRANSFORMERS_ALIASES.get(model_type, model_type)
     try:
         config = AutoConfig.for_model(model_type, **data)
     except ValueError as exc:

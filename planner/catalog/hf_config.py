@@ -28,6 +28,10 @@ from planner.model.spec import ModelSpec
 MAX_CONFIG_BYTES = 1_000_000
 
 # The readers by model_type, in the order errors list them.
+# A model_type transformers does not know, read as the family whose architecture it is, and built
+# by the trainer's hf path as that family's config (trainer/hf_model.py ``load_hf_config``).
+TRANSFORMERS_ALIASES = {"kimi_k2": "deepseek_v3"}
+
 _READERS: dict[str, Callable[[HfConfig], dict]] = {
     "llama": lambda cfg: dense.llama_like(cfg, "llama"),
     "mistral": lambda cfg: dense.llama_like(cfg, "mistral"),
@@ -47,7 +51,7 @@ _READERS: dict[str, Callable[[HfConfig], dict]] = {
     "deepseek_v3": moe.deepseek_v3,
     # Kimi K2 is DeepSeek-V3's architecture (its architectures: DeepseekV3ForCausalLM); Moonshot
     # names it apart for inference engines and says to set deepseek_v3 where kimi_k2 is unknown.
-    "kimi_k2": lambda cfg: moe.deepseek_v3(cfg) | dict(family="deepseek_v3"),
+    "kimi_k2": lambda cfg: moe.deepseek_v3(cfg) | dict(family=TRANSFORMERS_ALIASES["kimi_k2"]),
     "nemotron": dense.nemotron,
     "gpt_oss": moe.gpt_oss,
     "qwen2_moe": moe.qwen2_moe,
