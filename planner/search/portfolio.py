@@ -1,6 +1,7 @@
 """Several jobs on one GPU inventory (:func:`solve_portfolio`): an ILP over each job's candidate
 and continuous start times, with resource flows for the shared GPUs, then a list schedule in the
-ILP's order; the model is in the docstring below and in docs/ilp.md. The inventory is held: each
+ILP's order; the model is in ``_exact_order``'s docstring and in docs/ilp.md, the many-job
+approximation in planner/search/portfolio_slotted.py. The inventory is held: each
 GPU costs its ownership (planner/search/ownership.py ``owned_rate``) until the last job ends; a
 rented type costs its rent, or under a reserved price kind is reserved for whole terms
 (planner/search/portfolio_reserved.py). Rows: portfolio_rows.py; the objective's weights and its one
@@ -17,32 +18,32 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pulp
 
-from planner.search.ilp import TIE_BREAK_WEIGHT, Objective, objective_weights
+from planner.search.ilp import Objective, objective_weights
 from planner.search.lanes import LANES_GAP, RowTerms, assignment_bound, lane_schedule
 from planner.search.ownership import HourlyRate, idle_usd
 from planner.search.portfolio_flow import flow_constraints
-from planner.search.portfolio_objective import PortfolioWeights, portfolio_weights
+from planner.search.portfolio_objective import (
+    ModelRead,
+    PortfolioWeights,
+    model_objective,
+    portfolio_weights,
+    solved_pool,
+)
 from planner.search.portfolio_reserved import ReservedGpus, ReservedPools, reserved_answer, reserved_rates
 from planner.search.portfolio_rows import PortfolioRows, candidate_rows, dot, hourly
+from planner.search.portfolio_slotted import slotted_order
 from planner.search.portfolio_ties import gap_to_bound, settle_near_ties
 from planner.search.precedence import chained, precedence_constraints, predecessors
 from planner.search.reserved import ReservedPrices
-from planner.search.slot_bound import SlottedInstance, bounded_options
 from planner.search.slots import (
     CERTIFIED_SLOTTED_LIMIT_S,
     SLOTTED_TIME_LIMIT_S,
     JobCandidates,
-    SlotOptions,
-    concat_options,
-    expand_starts,
     job_finish_s,
     list_schedule,
     shared_inventory_infeasible,
-    slot_length_s,
     slotted_span_s,
     solve_slotted,
-    subset_options,
-    usage_constraints,
 )
 from planner.search.solver import new_binaries, new_variable, run_solver, stopped_gap
 from planner.units import SECONDS_PER_DAY
@@ -121,32 +122,8 @@ def solve_portfolio(
     time_limit_s: float | None = None,
     reserved: ReservedPrices | None = None,
 ) -> PortfolioSolution:
-    r"""Choose one candidate and a start time for every job, sharing ``inventory``.
-
-    Jobs j; rows c in R_j (memory, divisibility, batch, C_c <= B_j, n_c <= inv_g(c) as filters);
-    the GPU types g of the inventory cost F_g per held GPU-hour and v_g per busy one (``rates``;
-    a type without one: F_g = the rent its rows imply, v_g = 0; a ``rented`` type, not held, its
-    count a cap on GPUs rented at once: F_g = 0, and each row costs its own rent C_c, its job's price and
-    whole-node billing, in place of v_g n_c T_c). Times in days; H = sum_j max_c T_c bounds any
-    left-justified schedule, D_j = min(deadline, horizon, H):
-
-        variables   y_c, x_ij in {0, 1};  S_j, M >= 0;  f_ijg >= 0 (i in {0} + J, j in J)
-        minimise    w_C (24 sum_g inv_g F_g M + sum_c v_g n_c T_c y_c) / C_ref
-                      + w_T sum_j E_j / T_ref,j,        E_j = S_j + sum_{c in R_j} T_c y_c
-        subject to  (1) sum_{c in R_j} y_c = 1                                 every job j
-                    (2) E_j <= D_j,  E_j <= M                                   every job j
-                    (3) S_j >= E_i - H (1 - x_ij)                               i != j sharing a type
-                    (4) f_ijg <= min(N_ig, N_jg) x_ij                            N_jg = max n_c of j on g
-                    (5) sum_{i in {0} + J} f_ijg = n_jg := sum_{c in R_j, g(c)=g} n_c y_c
-                    (6) sum_j f_ijg <= n_ig,   sum_j f_0jg <= inv_g
-                    (7) inv_g M >= sum_j sum_{c in R_j, g(c)=g} n_c T_c y_c      every type g
-
-    (4)-(6) route each GPU from the source 0 or from a job that ended before (x_ij = 1), so the
-    jobs running at any moment hold at most inv_g of type g: the resource-flow model of the
-    RCPSP (Artigues, Michelon & Reusser 2003), exact in continuous time. Held GPUs cost until
-    the makespan M: the GPUs are free for other work once the portfolio ends, so an idle one
-    costs what owning it does. (7), GPU-days within what the inventory offers by M, holds for
-    every schedule and tightens the relaxation. C_ref = sum_j min_c (F_g + v_g) n_c T_c, T_ref,j = min_c T_c.
+    r"""Choose one candidate and a start time for every job, sharing ``inventory``: the exact model
+    of :func:`_exact_order` (its notation: R_j, F_g, v_g, D_j, H), its rows from ``candidate_rows``.
 
     ``reserved`` (a reserved price kind): each ``rented`` type r is instead reserved for whole
     terms (planner/search/portfolio_reserved.py ``ReservedPools``): an integer pool q_r = u_r m_r
@@ -156,50 +133,85 @@ def solve_portfolio(
     job ends within the terms, and C_ref prices a reserved row at F_r spread over the span.
 
     ``exact`` None: this model up to EXACT_MAX_JOBS jobs; above, the slotted approximation of
-    :func:`_slotted_order` (max(num_slots, 2 |J|) slots) or the lanes' schedule, whichever is better, with
+    ``slotted_order`` (max(num_slots, 2 |J|) slots) or the lanes' schedule, whichever is better, with
     LB, a bound on every schedule (planner/search/lanes.py; :func:`_many_jobs`). Either way the chosen rows
     are list-scheduled in the model's order of starts (:func:`list_schedule`), which ends no job later, the
     solution is scored on that schedule, and each job's near tie settled as plan's (portfolio_ties.py)."""
+    _check_jobs(jobs, num_slots)
+    F, v = hourly(jobs, inventory, rates, rented)
+    finish_by = [job_finish_s(job, horizon_s) for job in jobs]
+    reserved_rate = reserved_rates(jobs, inventory, rented, reserved)
+    options = candidate_rows(jobs, inventory, finish_by, F, v, prune, rented, reserved_rate)
+    jobs = chained(jobs, _fastest_s(options, len(jobs)), finish_by)  # r_j: each job's head along P
+    pools = _reserved_pools(reserved, reserved_rate, inventory, options, jobs, horizon_s)
+    if pools is not None:
+        inventory, finish_by = pools.bounds(inventory, finish_by)
+    weights = portfolio_weights(options, len(jobs), objective_weights(objective, cost_weight), F, inventory, pools)
+    problem = pulp.LpProblem("portfolio", pulp.LpMinimize)
+    solving = (solver, time_limit_s)
+    exact = len(jobs) <= EXACT_MAX_JOBS if exact is None else exact
+    if exact:
+        solution = _solve_exact(problem, jobs, options, weights, inventory, finish_by, solving, horizon_s)
+    else:
+        slots = (horizon_s, max(num_slots, 2 * len(jobs)))
+        solution = _many_jobs(problem, jobs, options, weights, inventory, finish_by, pools, slots, prune, solving)
+    score = functools.partial(_read, jobs, options, weights)
+    solution = settle_near_ties(solution, options, objective, finish_by, weights.T_ref, inventory, score)
+    held = tuple(sorted((g, F[g]) for g in inventory if g not in rented))
+    return replace(solution, num_variables=len(problem.variables()), held_usd_per_gpu_hour=held)
+
+
+def _check_jobs(jobs: Sequence[JobCandidates], num_slots: int) -> None:
     if not jobs:
         raise ValueError("jobs: expected at least one job")
     if len({job.name for job in jobs}) != len(jobs):
         raise ValueError("jobs: job names must be unique")
     if num_slots < 1:
         raise ValueError(f"num_slots: expected >= 1, got {num_slots}")
-    F, v = hourly(jobs, inventory, rates, rented)
-    finish_by = [job_finish_s(job, horizon_s) for job in jobs]
-    reserved_rate = reserved_rates(jobs, inventory, rented, reserved)
-    options = candidate_rows(jobs, inventory, finish_by, F, v, prune, rented, reserved_rate)
-    fastest = [float(np.min(options.T[options.job == j])) * SECONDS_PER_DAY for j in range(len(jobs))]
-    jobs = chained(jobs, fastest, finish_by)  # r_j: each job's head along P
-    pools = None
-    r = [job.release_s / SECONDS_PER_DAY for job in jobs]  # r_j, days
+
+
+def _fastest_s(options: PortfolioRows, num_jobs: int) -> list[float]:
+    """Each job's fastest row, seconds: the time its chain's heads count (precedence.py ``chained``)."""
+    return [float(np.min(options.T[options.job == j])) * SECONDS_PER_DAY for j in range(num_jobs)]
+
+
+def _reserved_pools(
+    reserved: ReservedPrices | None,
+    reserved_rate: Mapping[str, float],
+    inventory: Mapping[str, int],
+    options: PortfolioRows,
+    jobs: Sequence[JobCandidates],
+    horizon_s: float | None,
+) -> ReservedPools | None:
+    """The reserved types' pools over the span their terms cover: the horizon, else the slotted span
+    from the latest release (None: no reserved price kind, or no type reserved)."""
+    if reserved is None or not reserved_rate:
+        return None
     latest = max(job.release_s for job in jobs)
-    if reserved is not None and reserved_rate:
-        span = horizon_s if horizon_s is not None else slotted_span_s(options.T, options.job, len(jobs), None, latest)
-        pools = ReservedPools.of(reserved, reserved_rate, inventory, span)
-        inventory, finish_by = pools.bounds(inventory, finish_by)
-    weights = portfolio_weights(options, len(jobs), objective_weights(objective, cost_weight), F, inventory, pools)
-    # bounds every left-justified schedule: the latest release, then every job's slowest row in turn
+    span = horizon_s if horizon_s is not None else slotted_span_s(options.T, options.job, len(jobs), None, latest)
+    return ReservedPools.of(reserved, reserved_rate, inventory, span)
+
+
+def _solve_exact(
+    problem: pulp.LpProblem,
+    jobs: Sequence[JobCandidates],
+    options: PortfolioRows,
+    weights: PortfolioWeights,
+    inventory: Mapping[str, int],
+    finish_by: list[float | None],
+    solving: tuple[str, float | None],
+    horizon_s: float | None,
+) -> PortfolioSolution:
+    """The exact model (:func:`_exact_order`) solved and its answer read: H bounds every left-justified
+    schedule (the latest release, then every job's slowest row in turn), D_j = min(deadline, horizon, H)."""
+    r = [job.release_s / SECONDS_PER_DAY for job in jobs]  # r_j, days
     H = max(r) + float(sum(np.max(options.T[options.job == j]) for j in range(len(jobs))))
     D = [min(H, math.inf if d is None else d / SECONDS_PER_DAY) for d in finish_by]
-    problem = pulp.LpProblem("portfolio", pulp.LpMinimize)
-    exact = len(jobs) <= EXACT_MAX_JOBS if exact is None else exact
-    held = tuple(sorted((g, F[g]) for g in inventory if g not in rented))
-    if exact:
-        order_of = _exact_order(problem, options, weights, inventory, (r, D), (H, predecessors(jobs)))
-        optimal, solver_name = run_solver(problem, solver, time_limit_s)
-        if not optimal:
-            raise shared_inventory_infeasible(jobs, inventory, horizon_s, exact)
-        solution = replace(_read(jobs, options, weights, inventory, order_of()), solver=solver_name, exact=True)
-    else:
-        slots = (horizon_s, max(num_slots, 2 * len(jobs)))
-        solution = _many_jobs(
-            problem, jobs, options, weights, inventory, finish_by, pools, slots, prune, solver, time_limit_s
-        )
-    score = functools.partial(_read, jobs, options, weights)
-    solution = settle_near_ties(solution, options, objective, finish_by, weights.T_ref, inventory, score)
-    return replace(solution, num_variables=len(problem.variables()), held_usd_per_gpu_hour=held)
+    order_of = _exact_order(problem, options, weights, inventory, (r, D), (H, predecessors(jobs)))
+    optimal, solver_name = run_solver(problem, *solving)
+    if not optimal:
+        raise shared_inventory_infeasible(jobs, inventory, horizon_s, True)
+    return replace(_read(jobs, options, weights, inventory, order_of()), solver=solver_name, exact=True)
 
 
 def _many_jobs(
@@ -212,19 +224,20 @@ def _many_jobs(
     pools: ReservedPools | None,
     slots: tuple[float | None, int],
     prune: bool,
-    solver: str,
-    time_limit_s: float | None,
+    solving: tuple[str, float | None],
 ) -> PortfolioSolution:
     """LB on every schedule and the lanes' schedule first (planner/search/lanes.py), then the slotted
     model (``slots``: the horizon, the number of slots): for a short time only where LB certifies the
-    lanes already, enough to keep an optimum it proves at once. The better of the two answers."""
-    bound, lanes = _lanes(jobs, options, weights, inventory, finish_by, (solver, time_limit_s), pools)
+    lanes already, enough to keep an optimum it proves at once. The better of the two answers.
+    ``solving``: the solver and the caller's time limit."""
+    solver, time_limit_s = solving
+    bound, lanes = _lanes(jobs, options, weights, inventory, finish_by, solving, pools)
     if any(job.release_s or job.after for job in jobs):  # the lanes know no release nor P (LB still bounds)
         lanes = None
     certified = lanes is not None and gap_to_bound(lanes, bound) <= LANES_GAP
     horizon_s, num_slots = slots
     span = slotted_span_s(options.T, options.job, len(jobs), horizon_s, max(job.release_s for job in jobs))
-    order_of = _slotted_order(problem, jobs, options, weights, inventory, finish_by, span, num_slots, prune)
+    order_of = slotted_order(problem, jobs, options, weights, inventory, finish_by, (span, num_slots), prune)
     limit = time_limit_s if time_limit_s is not None else (CERTIFIED_SLOTTED_LIMIT_S if certified else None)
     solved, solver_name = solve_slotted(problem, solver, prune, limit, search_on=lanes is None and time_limit_s is None)
     if solved is None and lanes is None:
@@ -275,11 +288,36 @@ def _exact_order(
     inventory: Mapping[str, int],
     window: tuple[list[float], list[float]],
     bounds: tuple[float, Sequence[Sequence[int]]],
-) -> Callable[[], _Read]:
-    """Write :func:`solve_portfolio`'s model into ``problem``; returns what reads, once solved,
-    the chosen option per job, the jobs in order of start and the GPUs reserved per type.
-    ``window``: each job's release r_j and D_j, days (S_j >= r_j); ``bounds``: H and each job's
-    predecessors (S_j >= E_i, docs/ilp.md "Precedence")."""
+) -> Callable[[], ModelRead]:
+    r"""Write the exact model into ``problem``; returns what reads, once solved, the chosen option per
+    job, the jobs in order of start and the GPUs reserved per type. ``window``: each job's release
+    r_j and D_j, days; ``bounds``: H and each job's predecessors (P, docs/ilp.md "Precedence").
+
+    Jobs j; rows c in R_j (memory, divisibility, batch, C_c <= B_j, n_c <= inv_g(c) as filters);
+    the GPU types g of the inventory cost F_g per held GPU-hour and v_g per busy one (``rates``;
+    a type without one: F_g = the rent its rows imply, v_g = 0; a ``rented`` type, not held, its
+    count a cap on GPUs rented at once: F_g = 0, and each row costs its own rent C_c, its job's price and
+    whole-node billing, in place of v_g n_c T_c). Times in days; H = r_max + sum_j max_c T_c bounds any
+    left-justified schedule, D_j = min(deadline, horizon, H):
+
+        variables   y_c, x_ij in {0, 1};  r_j <= S_j;  M >= 0;  f_ijg >= 0 (i in {0} + J, j in J)
+        minimise    w_C (24 sum_g inv_g F_g M + sum_c v_g n_c T_c y_c) / C_ref
+                      + w_T sum_j E_j / T_ref,j,        E_j = S_j + sum_{c in R_j} T_c y_c
+        subject to  (1) sum_{c in R_j} y_c = 1                                 every job j
+                    (2) E_j <= D_j,  E_j <= M                                   every job j
+                    (3) S_j >= E_i - H (1 - x_ij)                               i != j sharing a type
+                    (4) f_ijg <= min(N_ig, N_jg) x_ij                            N_jg = max n_c of j on g
+                    (5) sum_{i in {0} + J} f_ijg = n_jg := sum_{c in R_j, g(c)=g} n_c y_c
+                    (6) sum_j f_ijg <= n_ig,   sum_j f_0jg <= inv_g
+                    (7) inv_g M >= sum_j sum_{c in R_j, g(c)=g} n_c T_c y_c      every type g
+                    (8) S_j >= E_i                                             every (i, j) in P
+
+    (4)-(6) route each GPU from the source 0 or from a job that ended before (x_ij = 1), so the
+    jobs running at any moment hold at most inv_g of type g: the resource-flow model of the
+    RCPSP (Artigues, Michelon & Reusser 2003), exact in continuous time. Held GPUs cost until
+    the makespan M: the GPUs are free for other work once the portfolio ends, so an idle one
+    costs what owning it does. (7), GPU-days within what the inventory offers by M, holds for
+    every schedule and tightens the relaxation. C_ref = sum_j min_c (F_g + v_g) n_c T_c, T_ref,j = min_c T_c."""
     r, D = window
     H, after = bounds
     num_jobs = len(D)
@@ -288,7 +326,7 @@ def _exact_order(
     M = new_variable(problem, "M", 0, H)
     m = {} if weights.reserved is None else weights.reserved.counts(problem)
     E = [S[j] + dot(y, options.T, options.job == j) for j in range(num_jobs)]
-    problem += _objective(weights, M, (y, options.v_cost, options.job), E, m)
+    problem += model_objective(weights, M, (y, options.v_cost, options.job), E, m)
     for j in range(num_jobs):
         problem += pulp.lpSum(y[i] for i in np.flatnonzero(options.job == j)) == 1  # (1)
         problem += E[j] <= D[j]  # (2)
@@ -297,134 +335,12 @@ def _exact_order(
     sources = {**inventory, **({} if weights.reserved is None else weights.reserved.sizes(m))}
     flow_constraints(problem, options, y, S, E, M, inventory, sources, H)  # (3)-(7)
 
-    def read() -> _Read:
+    def read() -> ModelRead:
         picked = [int(i) for i in np.flatnonzero([(var.varValue or 0) > 0.5 for var in y])]
         order = sorted(range(num_jobs), key=lambda j: (S[j].varValue or 0.0, j))
-        return picked, order, _solved_pool(weights, m)
+        return picked, order, solved_pool(weights, m)
 
     return read
-
-
-# What a solved model reads: the option picked per job, the jobs in order of start, and q_g of
-# each reserved type
-_Read = tuple[list[int], list[int], dict[str, int]]
-
-
-def _solved_pool(weights: PortfolioWeights, m: Mapping[str, pulp.LpVariable]) -> dict[str, int]:
-    return {} if weights.reserved is None else weights.reserved.solved_sizes(m)
-
-
-def _objective(weights: PortfolioWeights, M: pulp.LpVariable, busy, ends, m) -> pulp.LpAffineExpression:
-    """The objective (``PortfolioWeights.objective``) of each job's busy cost and end, as expressions,
-    scaled by 1/epsilon: the solvers' absolute tolerances (~1e-6) would otherwise swallow the
-    tie-break term. ``busy``: the binaries, each one's busy cost and job; ``m``: the reserved units,
-    whose terms are a cost as the held GPUs' days are."""
-    picked, busy_usd, job = busy
-    reserved = 0 if weights.reserved is None else weights.reserved.cost(m)
-    rows = pulp.lpSum(weights.row_terms(dot(picked, busy_usd, job == j), e, j) for j, e in enumerate(ends))
-    return (1 / TIE_BREAK_WEIGHT) * weights.objective(M, reserved, rows)
-
-
-def _slotted_order(
-    problem: pulp.LpProblem,
-    jobs: Sequence[JobCandidates],
-    options: PortfolioRows,
-    weights: PortfolioWeights,
-    inventory: Mapping[str, int],
-    finish_by: list[float | None],
-    horizon_s: float,
-    num_slots: int,
-    prune: bool,
-) -> Callable[[], _Read]:
-    r"""The approximation for many jobs: ``slotted_span_s`` (twice the fastest rows run serially,
-    which a serial schedule fits even with rounding, or the horizon where shorter) cut into slots of dt; options o = (j, c, s) start at s dt and hold
-    their GPUs for L_c = ceil(T_c / dt) slots (planner/search/slots.py); e_o = s dt + T_c:
-
-        minimise    w_C (24 sum_g inv_g F_g M + sum_o v_g n_o T_o z_o + sum_r F_r q_r) / C_ref
-                      + w_T sum_o e_o z_o / T_ref,j
-        subject to  sum_{o of j} z_o = 1,   M >= sum_{o of j} e_o z_o           every job j
-                    sum_{o : g(o) = g, s_o <= t < s_o + L_o} n_o z_o <= inv_g    every g, slot t
-                    inv_g M >= sum_{o : g(o) = g} n_o T_o z_o                     every g
-
-    (q_r for inv_g in the slot bound of a reserved type r: ``solve_portfolio``.)
-    """
-    slot_s = slot_length_s(horizon_s, num_slots)
-    index_of = {(int(j), int(r)): i for i, (j, r) in enumerate(zip(options.job, options.row, strict=True))}
-    slotted = concat_options(
-        [
-            expand_starts(j, job, options.row[options.job == j], num_slots, slot_s, finish_by[j])
-            for j, job in enumerate(jobs)
-        ]
-    )
-    source = np.array([index_of[int(j), int(r)] for j, r in zip(slotted.job, slotted.row, strict=True)], dtype=int)
-    bounded = None
-    after = predecessors(jobs)
-    # the options a schedule no worse than a greedy one may pick (planner/search/slot_bound.py); the
-    # greedy schedule knows no P, so with any it stands aside and every option is kept
-    if prune and not any(after):
-        bounded = bounded_options(_instance(slotted, source, options, weights, inventory, num_slots, len(jobs)))
-        slotted, source = subset_options(slotted, bounded.keep), source[bounded.keep]
-    end_days = slotted.end_days
-    z = new_binaries(problem, "z", len(source))
-    M = new_variable(problem, "M", 0, None)
-    m = {} if weights.reserved is None else weights.reserved.counts(problem)
-    if bounded is not None and bounded.start is not None:  # the solver starts from the greedy schedule
-        for i, var in enumerate(z):
-            var.setInitialValue(1 if i in bounded.start else 0)
-        M.setInitialValue(bounded.makespan_days)
-        for g, units in bounded.reserved_units.items():
-            m[g].setInitialValue(units)
-    ends = [dot(z, end_days, slotted.job == j) for j in range(len(jobs))]
-    problem += _objective(weights, M, (z, options.v_cost[source], slotted.job), ends, m)
-    for j in range(len(jobs)):
-        problem += pulp.lpSum(z[i] for i in np.flatnonzero(slotted.job == j)) == 1
-        problem += ends[j] <= M
-    starts = [dot(z, slotted.start_s / SECONDS_PER_DAY, slotted.job == j) for j in range(len(jobs))]
-    precedence_constraints(problem, after, starts, ends)  # on the options' own times: docs/ilp.md
-    pools = {**inventory, **({} if weights.reserved is None else weights.reserved.sizes(m))}
-    usage_constraints(problem, slotted, z, num_slots, len(jobs), pools.__getitem__)
-    # (7) of the exact model: every schedule delivers its GPU-days by M, so the cut removes no
-    # solution, but it tightens the relaxation: 18 jobs over 36 slots took 23-30 s of CPU without
-    # it, 11-12 s with it, the same answer (bench/bench_plan.py, "portfolio 18 jobs").
-    gpu_days = options.n[source] * options.T[source]
-    for g, limit in inventory.items():
-        problem += limit * M >= dot(z, gpu_days, options.gpu[source] == g)
-
-    def read() -> _Read:
-        chosen = np.flatnonzero([(var.varValue or 0) > 0.5 for var in z])
-        order = sorted(range(len(jobs)), key=lambda j: (min(slotted.start_s[chosen][slotted.job[chosen] == j]), j))
-        return [int(source[i]) for i in chosen], order, _solved_pool(weights, m)
-
-    return read
-
-
-def _instance(
-    slotted: SlotOptions,
-    source: np.ndarray,
-    options: PortfolioRows,
-    weights: PortfolioWeights,
-    inventory: Mapping[str, int],
-    num_slots: int,
-    num_jobs: int,
-) -> SlottedInstance:
-    """The slotted model's options with their objective terms, as :func:`_objective` weighs them."""
-    end_days = slotted.end_days
-    return SlottedInstance(
-        job=slotted.job,
-        gpu=slotted.gpu,
-        num_gpus=slotted.num_gpus,
-        start_slot=slotted.start_slot,
-        busy_slots=slotted.busy_slots,
-        end_days=end_days,
-        gpu_days=options.n[source] * options.T[source],
-        cost=weights.row_terms(options.v_cost[source], end_days, slotted.job),
-        held=weights.held,
-        inventory={g: count for g, count in inventory.items() if count > 0},  # none of a type: no options
-        reserved=weights.reserved,
-        reserved_weight=weights.usd,
-        num_slots=num_slots,
-        num_jobs=num_jobs,
-    )
 
 
 def _read(
@@ -432,7 +348,7 @@ def _read(
     options: PortfolioRows,
     weights: PortfolioWeights,
     inventory: Mapping[str, int],
-    read: _Read,
+    read: ModelRead,
 ) -> PortfolioSolution:
     """The picked rows, list-scheduled in the model's order of starts (``read``: the rows, the
     order, the GPUs reserved) on ``inventory`` (a reserved type's: the GPUs reserved) and scored as

@@ -1,6 +1,7 @@
 """The portfolio's objective (planner/search/portfolio.py ``solve_portfolio``): its weights and
 references, and the one rule by which the exact model, the slotted one, its bound, the lanes and the
-read-back of an answer weigh a row, the held inventory and the reserved terms."""
+read-back of an answer weigh a row, the held inventory and the reserved terms; the objective as both
+models write it (``model_objective``) and what each reads back once solved (``ModelRead``)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
+import pulp
 
+from planner.search.ilp import TIE_BREAK_WEIGHT
 from planner.search.portfolio_reserved import ReservedPools
-from planner.search.portfolio_rows import PortfolioRows
+from planner.search.portfolio_rows import PortfolioRows, dot
 from planner.units import HOURS_PER_DAY
 
 
@@ -72,3 +75,23 @@ def portfolio_weights(
     return PortfolioWeights(
         w[0], w[1], C_ref if C_ref > 0 else 1.0, np.where(T_ref > 0, T_ref, 1.0), F, inventory, pools
     )
+
+
+# What a solved model reads: the option picked per job, the jobs in order of start, and q_g of
+# each reserved type
+ModelRead = tuple[list[int], list[int], dict[str, int]]
+
+
+def solved_pool(weights: PortfolioWeights, m: Mapping[str, pulp.LpVariable]) -> dict[str, int]:
+    return {} if weights.reserved is None else weights.reserved.solved_sizes(m)
+
+
+def model_objective(weights: PortfolioWeights, M: pulp.LpVariable, busy, ends, m) -> pulp.LpAffineExpression:
+    """The objective (``PortfolioWeights.objective``) of each job's busy cost and end, as expressions,
+    scaled by 1/epsilon: the solvers' absolute tolerances (~1e-6) would otherwise swallow the
+    tie-break term. ``busy``: the binaries, each one's busy cost and job; ``m``: the reserved units,
+    whose terms are a cost as the held GPUs' days are."""
+    picked, busy_usd, job = busy
+    reserved = 0 if weights.reserved is None else weights.reserved.cost(m)
+    rows = pulp.lpSum(weights.row_terms(dot(picked, busy_usd, job == j), e, j) for j, e in enumerate(ends))
+    return (1 / TIE_BREAK_WEIGHT) * weights.objective(M, reserved, rows)

@@ -12,6 +12,7 @@ from support import SOLVERS, needs_highs
 from test_portfolio import random_job
 
 import planner.search.portfolio as portfolio_module
+import planner.search.portfolio_slotted as slotted_module
 import planner.search.slots as slots_module
 from planner.search.ownership import HourlyRate
 from planner.search.portfolio import solve_portfolio
@@ -63,7 +64,7 @@ def test_the_bound_and_the_start_leave_the_slotted_optimum_where_it_was(monkeypa
     # Review s31 (T2): the bound alone is toggled; prune=False would also drop the Pareto row pruning,
     # which moves the objective's scale C_ref.
     keep_all = lambda instance: Bounded(np.ones(len(instance.job), dtype=bool), None, 0.0)  # noqa: E731
-    monkeypatch.setattr(portfolio_module, "bounded_options", keep_all)
+    monkeypatch.setattr(slotted_module, "bounded_options", keep_all)
     unbounded = slotted_optimum(monkeypatch, jobs, inventory, **common)
     assert bounded == pytest.approx(unbounded, rel=1e-7)
 
