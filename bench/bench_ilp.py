@@ -13,9 +13,9 @@ import numpy as np
 
 from planner.search.fleet import size_fleet
 from planner.search.ilp import ScoredTable, solve_single
+from planner.search.job_candidates import JobCandidates
 from planner.search.ownership import GpuEconomics
 from planner.search.portfolio import solve_portfolio
-from planner.search.slots import JobCandidates
 from planner.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 
 GPUS = np.array(["a100-80g", "h100-sxm", "h200", "b200", "l40s", "mi300x"], dtype=object)

@@ -34,10 +34,11 @@ from planner.request import (
     requested_batch_tokens,
 )
 from planner.search.ilp import ScoredTable, check_rows
+from planner.search.job_candidates import JobCandidates
 from planner.search.ownership import HourlyRate, TcoAssumptions, economics_for, owned_rate
 from planner.search.portfolio import PortfolioSolution, ReservedGpus, solve_portfolio
+from planner.search.reserved import ReservedPrices
 from planner.search.score import scored_table, search_space, sure_fit_table
-from planner.search.slots import JobCandidates
 from planner.search.space import build_candidates
 from planner.search.table import LABEL_AXES, layout_label
 from planner.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
@@ -319,34 +320,15 @@ def plan_portfolio(
     ``after``: job -> the jobs it starts after (P, docs/ilp.md "Precedence")."""
     catalog = catalog or load_catalog()
     held = {g: n for g, n in inventory.items() if g not in rented}
-    # a held type with no offer of the requests' price kind: held at its ownership, its rows scored
-    # at its catalog rate (review s45 M1: it refused the whole portfolio)
-    held_only = held_only_types(requests, held, catalog)
-    requests = scored_as_held(requests, held_only, catalog)
-    settings_or_default = settings or DEFAULT_SETTINGS
-    reserved = (
-        reserved_prices(requests, catalog, settings_or_default, what="portfolio", held_only=held_only)
-        if rented
-        else None
-    )
+    requests, reserved = _held_requests(requests, held, catalog, settings, rented)
     searches = {
         # a portfolio's jobs share the terms its reservations bill: billed by the hour
         name: scored_search(r, catalog=catalog, settings=settings, calibration=calibration, whole_terms=False)
         for name, r in requests.items()
     }
     horizon = None if horizon_days is None else horizon_days * SECONDS_PER_DAY
-    # each job knows the horizon: a deadline answer past it names horizon_days too (slots.py)
-    release = {name: day * SECONDS_PER_DAY for name, day in (release_days or {}).items()}
-    jobs = [
-        replace(
-            _job_candidates(search, name, labelled=False),
-            horizon_s=horizon,
-            release_s=release.get(name, 0.0),
-            after=tuple((after or {}).get(name, ())),
-        )
-        for name, search in searches.items()
-    ]
-    rates = owned_rates(catalog, held, tco, settings_or_default, purchase_usd, wall_power_w)
+    jobs = _portfolio_jobs(searches, horizon, release_days or {}, after or {})
+    rates = owned_rates(catalog, held, tco, settings or DEFAULT_SETTINGS, purchase_usd, wall_power_w)
     try:
         solution: PortfolioSolution = solve_portfolio(
             jobs, inventory, objective, rates=rates, horizon_s=horizon, num_slots=num_slots, rented=rented,
@@ -354,7 +336,58 @@ def plan_portfolio(
         )  # fmt: skip
     except InfeasiblePlan as answer:  # plan's count past the inventory and risk clause (trial s48 M7, L3)
         raise portfolio_answer(answer, searches, settings) from None
-    assignments = tuple(
+    assignments = _job_plans(solution, searches, settings)
+    warnings = tuple(  # the reserved terms are billed (``reserved``), no longer warned of (session 44)
+        f"{a.job}: {note}"
+        for a in assignments
+        for note in requests[a.job].warnings + long_job_warnings(a.plan) + fixed_cost_warnings(a.plan)
+    )
+    inputs = (inventory, horizon_days, release_days or {}, after or {})
+    return _portfolio_plan(solution, assignments, warnings, inputs)
+
+
+def _held_requests(
+    requests: dict[str, PlanRequest],
+    held: Mapping[str, int],
+    catalog: Catalog,
+    settings: ModelingSettings | None,
+    rented: frozenset[str],
+) -> tuple[dict[str, PlanRequest], ReservedPrices | None]:
+    """The requests with each held type that has no offer of their price kind scored at its catalog
+    rate (held at its ownership; review s45 M1: it refused the whole portfolio), and the reserved
+    prices of the ``rented`` types under a reserved price kind (None: none rented, or an hourly kind)."""
+    held_only = held_only_types(requests, held, catalog)
+    requests = scored_as_held(requests, held_only, catalog)
+    if not rented:
+        return requests, None
+    settings_or_default = settings or DEFAULT_SETTINGS
+    return requests, reserved_prices(requests, catalog, settings_or_default, what="portfolio", held_only=held_only)
+
+
+def _portfolio_jobs(
+    searches: Mapping[str, ScoredSearch],
+    horizon_s: float | None,
+    release_days: Mapping[str, float],
+    after: Mapping[str, Sequence[str]],
+) -> list[JobCandidates]:
+    """Each job's candidates with the horizon (a deadline answer past it names horizon_days too:
+    job_candidates.py), its release r_j and the jobs it starts after (P)."""
+    return [
+        replace(
+            _job_candidates(search, name, labelled=False),
+            horizon_s=horizon_s,
+            release_s=release_days.get(name, 0.0) * SECONDS_PER_DAY,
+            after=tuple(after.get(name, ())),
+        )
+        for name, search in searches.items()
+    ]
+
+
+def _job_plans(
+    solution: PortfolioSolution, searches: Mapping[str, ScoredSearch], settings: ModelingSettings | None
+) -> tuple[PortfolioJob, ...]:
+    """Each assignment's runnable Plan, re-scored from its row, with its times and cost."""
+    return tuple(
         PortfolioJob(
             job=a.job,
             plan=searches[a.job].plan_for_row(a.row, settings),
@@ -365,6 +398,17 @@ def plan_portfolio(
         )
         for a in solution.assignments
     )
+
+
+def _portfolio_plan(
+    solution: PortfolioSolution,
+    assignments: tuple[PortfolioJob, ...],
+    warnings: tuple[str, ...],
+    inputs: tuple[Mapping[str, int], float | None, Mapping[str, float], Mapping[str, Sequence[str]]],
+) -> PortfolioPlan:
+    """The solver's answer with each job's plan (``assignments``), the jobs' ``warnings`` and the
+    inputs it echoes: the inventory, horizon_days, each job's release day and predecessors."""
+    inventory, horizon_days, release_days, after = inputs
     return PortfolioPlan(
         assignments=assignments,
         objective_value=solution.objective_value,
@@ -378,18 +422,13 @@ def plan_portfolio(
         lower_bound=solution.lower_bound,
         lanes=solution.lanes,
         inventory=tuple(sorted(inventory.items())),
-        release_days=tuple(sorted((n, d) for n, d in (release_days or {}).items() if d)),
-        after=tuple(sorted((n, tuple(a)) for n, a in (after or {}).items() if a)),
+        release_days=tuple(sorted((n, d) for n, d in release_days.items() if d)),
+        after=tuple(sorted((n, tuple(a)) for n, a in after.items() if a)),
         held_usd_per_gpu_hour=solution.held_usd_per_gpu_hour,
         reserved=solution.reserved,
         billed_usd=solution.billed_usd,
         horizon_days=horizon_days,
-        # the reserved terms are billed (``reserved``), no longer warned of (session 44)
-        warnings=tuple(
-            f"{a.job}: {note}"
-            for a in assignments
-            for note in requests[a.job].warnings + long_job_warnings(a.plan) + fixed_cost_warnings(a.plan)
-        ),
+        warnings=warnings,
     )
 
 

@@ -1,6 +1,6 @@
 """A portfolio's infeasible answer in plan's words (``plan_portfolio``, planner/api/explore.py).
 
-A job that cannot run alone is diagnosed on its own rows (planner/search/slots.py ``job_rows``),
+A job that cannot run alone is diagnosed on its own rows (planner/search/job_candidates.py ``job_rows``),
 which stop at the inventory. As plan's answer (planner/api ``explained``), a deadline answer gains
 the smallest count past the inventory that meets the deadline (``count_probe.deadline_fix``, trial
 s48 M7: portfolio offered only a later deadline where plan named 1,056 H100), and a deadline or

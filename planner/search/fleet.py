@@ -21,6 +21,7 @@ from planner.search.fleet_plan import (
     Holding,
 )
 from planner.search.ilp import ScoredTable, pareto_mask
+from planner.search.job_candidates import JobCandidates, days_field, job_finish_s, job_rows
 from planner.search.ownership import (
     GpuBreakEven,
     GpuEconomics,
@@ -32,13 +33,9 @@ from planner.search.ownership import (
 from planner.search.precedence import chained
 from planner.search.reserved import OwnedVsReserved, ReservedPrices
 from planner.search.slots import (
-    JobCandidates,
     SlotOptions,
     concat_options,
-    days_field,
     expand_starts,
-    job_finish_s,
-    job_rows,
     jobs_infeasible,
     slot_length_s,
     subset_options,
@@ -73,22 +70,9 @@ def size_fleet(
     owned: Mapping[str, OwnedGpus] | None = None,
     unrented: frozenset[str] = frozenset(),
 ) -> FleetSolution:
-    r"""How many GPUs of each type to buy, and which jobs to rent for, at least total cost.
-
-    Over a horizon H cut into S slots, with owned options o = (job j, row c, start slot s)
-    of GPU types that can be bought (as in :func:`solve_portfolio`), fixed cost F_g and busy
-    cost v_g per GPU-hour from :func:`break_even`, and R_j = the rent of job j's rented row: of
-    the rows that finish by min(D_j, H), the fastest within eps = NEAR_TIE_FRACTION of the cheapest,
-    as plan's cost objective picks (rented GPUs have no capacity limit, so no other rented row of
-    the job is worth more than that eps):
-
-        variables   b_g = u_g k_g, k_g in Z, 0 <= b_g <= max_purchase_g;   y_o, z_j in {0, 1}
-        minimise    sum_g F_g b_g + sum_o v_g(o) n_o T_o / 3600 y_o + sum_j R_j z_j
-        subject to  (1) sum_{o of job j} y_o + z_j = 1                            for every j
-                    (2) sum_{o : g(o) = g, s_o <= t < s_o + L_o} n_o y_o <= b_g    for every g, t
-
-    u_g: the GPUs bought together (``GpuEconomics.purchase_unit``: a server, whose share each
-    GPU's price holds). Solved three times: mixed (as written), buy only (z = 0) and rent only (b = 0).
+    r"""How many GPUs of each type to buy, and which jobs to rent for, at least total cost: the
+    time-indexed ILP of ``FleetModel`` (its notation: b_g, y_o, z_j, F_g, v_g, R_j), solved three
+    times: mixed (as written), buy only (z = 0) and rent only (b = 0).
 
     Under a ``reserved`` price kind there is no hourly rent at its rate (z = 0): each type g a job
     can run on is a held type r(g) too, reserved q_r = w_r m_r GPUs at a time (m_r in Z, w_r its
@@ -107,32 +91,45 @@ def size_fleet(
     buys nothing holds them too. ``unrented``: types never rented nor reserved (owned ones the jobs
     file does not rent), as ``held_only``'s but with no word of an offer.
     """
+    horizon_s = horizon_days * SECONDS_PER_DAY
+    _check_fleet(jobs, horizon_s, num_slots)
+    horizon_h = horizon_s / SECONDS_PER_HOUR
+    rates = _break_evens(jobs, economics, tco, horizon_h, held_only)
+    limits, owned = dict(max_purchase or {}), dict(owned or {})
+    no_rent = held_only | unrented
+    slotting = (horizon_s, num_slots)
+    held = _most_held(economics, limits, owned)
+    jobs, rent_rows, options, reserving = _job_options(jobs, held, slotting, prune, reserved is not None, no_rent)
+    running = [running_break_even(g, gpus, tco, horizon_h) for g, gpus in sorted(owned.items())]
+    bought = owned_pool(options, rates, economics, limits, ({g: o.count for g, o in owned.items()}, running))
+    pools = [[bought]]
+    if reserved is not None and reserving is not None:
+        reserving_pools = _reserved_pools(reserving, reserved, economics, jobs, horizon_h, no_rent)
+        pools = [[bought, pool] for pool in reserving_pools]
+    price = {gpu: econ.purchase_usd for gpu, econ in economics.items()}
+    models = [FleetModel(jobs, held_pools, rent_rows, num_slots, price, horizon_s) for held_pools in pools]
+    return _solve_options(models, rates, reserved, horizon_days, (solver, time_limit_s), held_only)
+
+
+def _check_fleet(jobs: Sequence[JobCandidates], horizon_s: float, num_slots: int) -> None:
+    """No jobs, a bad horizon or a bad slot count is refused before any work."""
     if not jobs:
         raise ValueError("jobs: expected at least one job")
-    horizon_s = horizon_days * SECONDS_PER_DAY
-    horizon_h = horizon_s / SECONDS_PER_HOUR
-    slot_length_s(horizon_s, num_slots)  # a bad horizon or slot count is refused before any work
-    limits = dict(max_purchase or {})
-    rates = [
+    slot_length_s(horizon_s, num_slots)
+
+
+def _break_evens(
+    jobs: Sequence[JobCandidates],
+    economics: Mapping[str, GpuEconomics],
+    tco: TcoAssumptions,
+    horizon_h: float,
+    held_only: frozenset[str],
+) -> list[GpuBreakEven]:
+    """Each type's F_g and v_g and its break-even against its rent (none for a ``held_only`` type)."""
+    return [
         break_even(gpu, econ, tco, horizon_h, math.nan if gpu in held_only else _rent_rate(gpu, econ, jobs))
         for gpu, econ in sorted(economics.items())
     ]
-    owned = dict(owned or {})
-    no_rent = held_only | unrented
-    held = _most_held(economics, limits, owned)
-    jobs, rent_rows, options, reserving = _job_options(
-        jobs, held, (horizon_s, num_slots), prune, reserved is not None, no_rent
-    )
-    running = [running_break_even(g, gpus, tco, horizon_h) for g, gpus in sorted(owned.items())]
-    bought = owned_pool(options, rates, economics, limits, ({g: o.count for g, o in owned.items()}, running))
-    price = {gpu: econ.purchase_usd for gpu, econ in economics.items()}
-    solving = (solver, time_limit_s)
-    if reserved is None or reserving is None:
-        model = FleetModel(jobs, [bought], rent_rows, num_slots, price, horizon_s)
-        return _solve_options([model], rates, reserved, horizon_days, solving, held_only)
-    pools = _reserved_pools(reserving, reserved, economics, jobs, horizon_h, no_rent)
-    models = [FleetModel(jobs, [bought, pool], rent_rows, num_slots, price, horizon_s) for pool in pools]
-    return _solve_options(models, rates, reserved, horizon_days, solving, held_only)
 
 
 def _most_held(

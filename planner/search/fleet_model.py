@@ -13,10 +13,11 @@ import pulp
 
 from planner.search.fleet_plan import FleetAssignment, FleetPlan, Holding, band_factors, compacted
 from planner.search.ilp import chosen_index
+from planner.search.job_candidates import JobCandidates, job_finish_s
 from planner.search.ownership import GpuBreakEven, GpuEconomics
 from planner.search.precedence import precedence_constraints, predecessors
 from planner.search.reserved import ReservedPrices
-from planner.search.slots import JobCandidates, SlotOptions, job_finish_s, usage_constraints
+from planner.search.slots import SlotOptions, usage_constraints
 from planner.search.solver import new_binaries, new_variable, run_solver
 from planner.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 
@@ -98,6 +99,23 @@ Choice = tuple[HeldPool, int] | None
 
 @dataclass(frozen=True, eq=False)
 class FleetModel:
+    r"""The fleet's time-indexed ILP (planner/search/fleet.py ``size_fleet``). Over a horizon H cut into S
+    slots, with owned options o = (job j, row c, start slot s) of GPU types that can be bought (as in
+    ``solve_portfolio``), fixed cost F_g and busy cost v_g per GPU-hour from ``break_even``, and R_j =
+    the rent of job j's rented row: of the rows that finish by min(D_j, H), the fastest within eps =
+    NEAR_TIE_FRACTION of the cheapest, as plan's cost objective picks (rented GPUs have no capacity
+    limit, so no other rented row of the job is worth more than that eps):
+
+        variables   b_g = u_g k_g, k_g in Z, 0 <= b_g <= max_purchase_g;   y_o, z_j in {0, 1}
+        minimise    sum_g F_g b_g + sum_o v_g(o) n_o T_o / 3600 y_o + sum_j R_j z_j
+        subject to  (1) sum_{o of job j} y_o + z_j = 1                            for every j
+                    (2) sum_{o : g(o) = g, s_o <= t < s_o + L_o} n_o y_o <= b_g    for every g, t
+
+    u_g: the GPUs bought together (``GpuEconomics.purchase_unit``: a server, whose share each
+    GPU's price holds). ``held``: the pools of (2), bought then reserved; ``solve`` takes the
+    holdings an option allows (z = 0 without rent, b = 0 buying nothing).
+    """
+
     jobs: Sequence[JobCandidates]
     held: list[HeldPool]  # the GPUs bought, then (under a reserved kind) those reserved
     rent_rows: list[int | None]  # None: the job runs only on held-only types

@@ -19,6 +19,7 @@ import numpy as np
 import pulp
 
 from planner.search.ilp import Objective, objective_weights
+from planner.search.job_candidates import JobCandidates, job_finish_s
 from planner.search.lanes import LANES_GAP, RowTerms, assignment_bound, lane_schedule
 from planner.search.ownership import HourlyRate, idle_usd
 from planner.search.portfolio_flow import flow_constraints
@@ -38,8 +39,6 @@ from planner.search.reserved import ReservedPrices
 from planner.search.slots import (
     CERTIFIED_SLOTTED_LIMIT_S,
     SLOTTED_TIME_LIMIT_S,
-    JobCandidates,
-    job_finish_s,
     list_schedule,
     shared_inventory_infeasible,
     slotted_span_s,

@@ -14,9 +14,9 @@ import numpy as np
 import pulp
 
 from planner.search.fleet import implied_rent_usd_per_gpu_hour
+from planner.search.job_candidates import JobCandidates
 from planner.search.portfolio_rows import PortfolioRows
 from planner.search.reserved import ReservedPrices
-from planner.search.slots import JobCandidates
 from planner.search.solver import new_variable
 from planner.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 

@@ -14,8 +14,9 @@ import pulp
 from planner.errors import InfeasiblePlan
 from planner.search.fleet import implied_rent_usd_per_gpu_hour
 from planner.search.ilp import ScoredTable, pareto_mask
+from planner.search.job_candidates import JobCandidates, job_rows
 from planner.search.ownership import HourlyRate
-from planner.search.slots import JobCandidates, job_rows, jobs_infeasible
+from planner.search.slots import jobs_infeasible
 from planner.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 
 __all__ = ["PortfolioRows", "candidate_rows", "dot", "hourly"]

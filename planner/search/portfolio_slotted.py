@@ -10,12 +10,12 @@ from dataclasses import dataclass
 import numpy as np
 import pulp
 
+from planner.search.job_candidates import JobCandidates
 from planner.search.portfolio_objective import ModelRead, PortfolioWeights, model_objective, solved_pool
 from planner.search.portfolio_rows import PortfolioRows, dot
 from planner.search.precedence import precedence_constraints, predecessors
 from planner.search.slot_bound import Bounded, SlottedInstance, bounded_options
 from planner.search.slots import (
-    JobCandidates,
     SlotOptions,
     concat_options,
     expand_starts,

@@ -12,7 +12,8 @@ from dataclasses import dataclass, replace
 import pulp
 
 from planner.errors import Constraint, InfeasiblePlan
-from planner.search.slots import JobCandidates, days_field, jobs_infeasible, limit_key, respecting
+from planner.search.job_candidates import JobCandidates, days_field, limit_key
+from planner.search.slots import jobs_infeasible, respecting
 from planner.units import SECONDS_PER_DAY
 
 __all__ = [

@@ -16,10 +16,11 @@ from test_release import brute_force, check_released, released, released_options
 
 from planner.errors import Constraint, InfeasiblePlan
 from planner.search.fleet import Holding, size_fleet
+from planner.search.job_candidates import JobCandidates
 from planner.search.ownership import TcoAssumptions
 from planner.search.portfolio import solve_portfolio
 from planner.search.precedence import cycle_of
-from planner.search.slots import JobCandidates, list_schedule
+from planner.search.slots import list_schedule
 
 DAY = 86400.0
 

@@ -72,8 +72,8 @@ def test_a_budget_answer_offers_no_deadline_past_the_limit():
 def test_no_jobs_file_field_is_set_past_what_it_takes():
     """A portfolio job's fix named "set deadline_days and horizon_days to 23379574.1 or more",
     which the jobs file refuses past MAX_DAYS."""
+    from planner.search.job_candidates import JobCandidates
     from planner.search.portfolio import solve_portfolio
-    from planner.search.slots import JobCandidates
 
     day = SECONDS_PER_DAY
     table = _table([1e5], [2.0 * MAX_DAYS])

@@ -10,8 +10,8 @@ import pytest
 from planner.search.fleet import size_fleet
 from planner.search.fleet_plan import FleetOption
 from planner.search.ilp import ScoredTable
+from planner.search.job_candidates import JobCandidates
 from planner.search.ownership import GpuEconomics, TcoAssumptions, break_even
-from planner.search.slots import JobCandidates
 
 DAY = 86_400.0
 NUM_GPUS, DAYS, HORIZON_DAYS = 8, 10.0, 30.0

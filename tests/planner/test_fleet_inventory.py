@@ -14,8 +14,8 @@ from test_portfolio import ECONOMICS, GPUS, candidate_table, job_options, random
 
 from planner.search.fleet import Holding, size_fleet
 from planner.search.fleet_plan import FleetOption
+from planner.search.job_candidates import JobCandidates
 from planner.search.ownership import GpuEconomics, OwnedGpus, TcoAssumptions, break_even, running_break_even
-from planner.search.slots import JobCandidates
 
 DAY = 86400.0
 

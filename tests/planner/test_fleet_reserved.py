@@ -15,8 +15,8 @@ from planner.catalog.terms import term_billing
 from planner.search.fleet import Holding, ReservedPrices, size_fleet
 from planner.search.fleet_plan import FleetOption
 from planner.search.ilp import ScoredTable
+from planner.search.job_candidates import JobCandidates
 from planner.search.ownership import GpuEconomics, TcoAssumptions, break_even
-from planner.search.slots import JobCandidates
 from planner.units import HOURS_PER_YEAR
 
 DAY = 86400.0

@@ -13,9 +13,10 @@ from support import SOLVERS
 from planner.errors import Constraint, InfeasiblePlan
 from planner.search.fleet import Holding, size_fleet
 from planner.search.ilp import ScoredTable, solve_single
+from planner.search.job_candidates import JobCandidates
 from planner.search.ownership import GpuEconomics, HourlyRate, TcoAssumptions, break_even
 from planner.search.portfolio import solve_portfolio
-from planner.search.slots import JobCandidates, list_schedule
+from planner.search.slots import list_schedule
 
 DAY = 86400.0
 GPUS = np.array(["a100", "h100"], dtype=object)

@@ -18,9 +18,9 @@ from test_portfolio import candidate_table
 
 from planner.errors import InfeasiblePlan
 from planner.search.ilp import TIE_BREAK_WEIGHT
+from planner.search.job_candidates import JobCandidates
 from planner.search.ownership import HourlyRate
 from planner.search.portfolio import solve_portfolio
-from planner.search.slots import JobCandidates
 
 DAY = 86400.0
 GPUS = np.array(["a100", "h100"], dtype=object)

@@ -10,9 +10,9 @@ from test_portfolio import candidate_table
 from test_portfolio_reserved import reserved_1y
 
 from planner.errors import Constraint, InfeasiblePlan
+from planner.search.job_candidates import JobCandidates
 from planner.search.ownership import HourlyRate
 from planner.search.portfolio import solve_portfolio
-from planner.search.slots import JobCandidates
 
 DAY = 86400.0
 RENT = 4 * 5 * 24 * 4.0  # 4 GPUs for 5 days at $4 an hour: $1,920

@@ -9,8 +9,8 @@ import pytest
 
 from planner.errors import InfeasiblePlan
 from planner.search.ilp import ScoredTable
+from planner.search.job_candidates import JobCandidates, days_field
 from planner.search.portfolio import solve_portfolio
-from planner.search.slots import JobCandidates, days_field
 
 DAY = 86400.0
 FASTEST_DAYS = 233.804

@@ -12,9 +12,9 @@ import planner.search.slots as slots_module
 from planner.errors import InfeasiblePlan
 from planner.search.fleet import size_fleet
 from planner.search.ilp import ScoredTable
+from planner.search.job_candidates import JobCandidates
 from planner.search.ownership import GpuEconomics
 from planner.search.portfolio import solve_portfolio
-from planner.search.slots import JobCandidates
 
 DAY = 86_400.0
 

@@ -78,8 +78,8 @@ def test_the_bound_of_a_hand_case() -> None:
     time terms at epsilon."""
     from test_portfolio import candidate_table
 
+    from planner.search.job_candidates import JobCandidates
     from planner.search.ownership import HourlyRate
-    from planner.search.slots import JobCandidates
 
     day = 86400.0
     table = candidate_table("x", np.array(["h100"] * 2, dtype=object), np.array([4, 2]), np.array([2, 4]) * day,

@@ -16,10 +16,10 @@ from test_portfolio_bruteforce import WEIGHTS, serial_schedule
 
 from planner.catalog.terms import term_billing
 from planner.errors import InfeasiblePlan
+from planner.search.job_candidates import JobCandidates
 from planner.search.ownership import HourlyRate
 from planner.search.portfolio import solve_portfolio
 from planner.search.reserved import ReservedPrices
-from planner.search.slots import JobCandidates
 from planner.units import HOURS_PER_YEAR
 
 DAY = 86400.0

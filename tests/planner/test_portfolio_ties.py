@@ -14,8 +14,8 @@ from test_portfolio_bruteforce import check_schedule, instance
 
 import planner.search.portfolio as portfolio
 from planner.search.ilp import Objective
+from planner.search.job_candidates import JobCandidates
 from planner.search.portfolio import solve_portfolio
-from planner.search.slots import JobCandidates
 from planner.search.ties import NEAR_TIE_FRACTION, fastest_near_cheapest
 from planner.units import SECONDS_PER_DAY
 

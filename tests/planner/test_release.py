@@ -18,9 +18,10 @@ from test_portfolio_bruteforce import WEIGHTS, instance, serial_schedule
 
 from planner.errors import Constraint, InfeasiblePlan
 from planner.search.fleet import Holding, size_fleet
+from planner.search.job_candidates import JobCandidates
 from planner.search.ownership import TcoAssumptions
 from planner.search.portfolio import solve_portfolio
-from planner.search.slots import JobCandidates, list_schedule
+from planner.search.slots import list_schedule
 
 DAY = 86400.0
 
