@@ -22,6 +22,7 @@ from planner.search.fleet_plan import (
 )
 from planner.search.ilp import ScoredTable, pareto_mask
 from planner.search.job_candidates import JobCandidates, days_field, job_finish_s, job_rows
+from planner.search.late_band import LateOnRentRows
 from planner.search.ownership import (
     GpuBreakEven,
     GpuEconomics,
@@ -30,13 +31,14 @@ from planner.search.ownership import (
     break_even,
     running_break_even,
 )
-from planner.search.precedence import chained
+from planner.search.precedence import chain_ends, chained, predecessors
 from planner.search.reserved import OwnedVsReserved, ReservedPrices
 from planner.search.slots import (
     SlotOptions,
     concat_options,
     expand_starts,
     jobs_infeasible,
+    respecting,
     slot_length_s,
     subset_options,
 )
@@ -181,7 +183,7 @@ def _job_options(
     the horizon's seconds and slots."""
     horizon_s, num_slots = slotting
     slot_s = slot_length_s(horizon_s, num_slots)
-    rent_rows, owned, reserving, failed, feasible = [], [], [], [], []
+    owned, reserving, failed, feasible = [], [], [], []
     finish = [job_finish_s(job, horizon_s) for job in jobs]
     for job, finish_by in zip(jobs, finish, strict=True):
         try:
@@ -191,11 +193,12 @@ def _job_options(
     if failed:
         raise jobs_infeasible(failed)
     fastest = [float(np.min(job.table.time_to_train_s[rows])) for job, rows in zip(jobs, feasible, strict=True)]
+    released = [job.release_s for job in jobs]
     jobs = chained(jobs, fastest, finish)
+    rent_rows = _rent_rows(jobs, released, feasible, (fastest, finish), held_only)
     for j, (job, finish_by) in enumerate(zip(jobs, finish, strict=True)):
         rows = _from_head(job, feasible[j], finish_by)
-        rentable = rows[~np.isin(job.table.gpu_id[rows], list(held_only))]
-        rent_rows.append(rent_row(job.table, rentable) if len(rentable) else None)
+        rentable = _rentable(job, rows, held_only)
         buyable = rows[np.isin(job.table.gpu_id[rows], list(held))]
         cap = np.array([held[g] for g in job.table.gpu_id[buyable]], dtype=float)
         buyable = buyable[job.table.num_gpus[buyable] <= cap]
@@ -203,6 +206,43 @@ def _job_options(
         if reserving_kind:
             reserving.append(expand_starts(j, job, _pruned(job.table, rentable, prune), num_slots, slot_s, finish_by))
     return jobs, rent_rows, concat_options(owned), concat_options(reserving) if reserving else None
+
+
+def _rentable(job: JobCandidates, rows: np.ndarray, held_only: frozenset[str]) -> np.ndarray:
+    return rows[~np.isin(job.table.gpu_id[rows], list(held_only))]
+
+
+def _rent_rows(
+    jobs: Sequence[JobCandidates],
+    released: Sequence[float],
+    feasible: Sequence[np.ndarray],
+    limits: tuple[Sequence[float], Sequence[float | None]],
+    held_only: frozenset[str],
+) -> list[int | None]:
+    """Each job's rent row R_j (None: it runs only on ``held_only`` types), in the order of P: of its
+    rentable rows that end by its tail (precedence.py ``chain_ends``) from its release and its
+    predecessors' rent rows' ends, as plan's cost objective picks; where none does (its fast rows on
+    types not rented), of those that end by D_j from its head. So every job rented ends in time
+    (review chain52 H1: each rent row was picked from the head alone, a predecessor's slow cheap row
+    ended its chain late, and mixed bought 64 GPUs for a half-day job). ``limits``: each job's
+    fastest row and D_j (seconds). Without P: the rows from its release, by D_j."""
+    fastest, finish = limits
+    after = predecessors(jobs)
+    tails = chain_ends(jobs, after, fastest, finish)
+    rows: list[int | None] = [None] * len(jobs)
+    ends = [job.release_s + t for job, t in zip(jobs, fastest, strict=True)]  # a job not rented: its earliest
+    for j in respecting(range(len(jobs)), after):
+        job, T = jobs[j], jobs[j].table.time_to_train_s
+        start = max([released[j], *(ends[i] for i in after[j])])
+        rentable = _rentable(job, feasible[j], held_only)
+        tail = tails[j]
+        fit = rentable if tail is None else rentable[start + T[rentable] <= tail * (1 + 1e-12)]
+        if not len(fit):
+            start, fit = job.release_s, _rentable(job, _from_head(job, feasible[j], finish[j]), held_only)
+        if len(fit):
+            rows[j] = rent_row(job.table, fit)
+            ends[j] = start + float(T[rows[j]])
+    return rows
 
 
 def _from_head(job: JobCandidates, rows: np.ndarray, finish_by: float | None) -> np.ndarray:
@@ -245,13 +285,11 @@ def _solve_options(
         raise _no_chained_fleet(model)
     buy_only, _ = model.solve({Holding.OWNED}, solver, time_limit_s)
     no_buy: FleetPlan | None
+    late: tuple[LateOnRentRows, ...] = ()
     if model.held[0].owned:  # nothing bought: the jobs on the GPUs already owned, or rented (reserved)
         no_buy, _ = _cheapest(models, {Holding.OWNED, other}, solver, time_limit_s, buying=False)
-    elif reserved is None:  # None where a job runs only on held_only types
-        rentable = all(r is not None for r in model.rent_rows)
-        no_buy = model.plan({}, [None] * len(model.jobs)) if rentable else None
-        # every job on its rent row, a chain's (P) may end a job past its deadline: then none
-        no_buy = no_buy if no_buy is not None and model.in_time(no_buy) else None
+    elif reserved is None:
+        no_buy, late = _rent_only(model)
     else:
         no_buy, _ = _cheapest(models, {Holding.RESERVED}, solver, time_limit_s)  # None: a job runs only bought
     return FleetSolution(
@@ -267,7 +305,18 @@ def _solve_options(
         owned_vs_reserved=() if reserved is None else _owned_vs_reserved(rates, model.held[-1], horizon_days),
         held_only=held_only,
         owned=dict(model.held[0].owned),
+        rent_only_late=late,
     )
+
+
+def _rent_only(model: FleetModel) -> tuple[FleetPlan | None, tuple[LateOnRentRows, ...]]:
+    """Every job on its rent row (None where a job runs only on held_only types), and where a chain
+    of them (P) ends a job past its D_j, None and those jobs (``LateOnRentRows``)."""
+    if any(r is None for r in model.rent_rows):
+        return None, ()
+    plan = model.plan({}, [None] * len(model.jobs))
+    late = model.late(plan)
+    return (None, late) if late else (plan, ())
 
 
 def _no_chained_fleet(model: FleetModel) -> InfeasiblePlan:

@@ -13,7 +13,8 @@ import pulp
 
 from planner.search.fleet_plan import FleetAssignment, FleetPlan, Holding, band_factors, compacted
 from planner.search.ilp import chosen_index
-from planner.search.job_candidates import JobCandidates, job_finish_s
+from planner.search.job_candidates import JobCandidates, job_finish_s, limit_key
+from planner.search.late_band import LateOnRentRows
 from planner.search.ownership import GpuBreakEven, GpuEconomics
 from planner.search.precedence import precedence_constraints, predecessors
 from planner.search.reserved import ReservedPrices
@@ -173,13 +174,16 @@ class FleetModel:
         }
         return self.plan(held, chosen), solver_name
 
-    def in_time(self, plan: FleetPlan) -> bool:
-        """Every job of ``plan`` ends by its D_j (deadline, or the horizon): the solved ones do, by (2)
-        and P; one whose jobs are all rented is priced as given."""
-        return all(
-            a.end_s <= (job_finish_s(job, self.horizon_s) or self.horizon_s) * (1 + 1e-12)
-            for job, a in zip(self.jobs, plan.assignments, strict=True)
-        )
+    def late(self, plan: FleetPlan) -> tuple[LateOnRentRows, ...]:
+        """The jobs of ``plan`` that end past their D_j (deadline, or the horizon): none in a solved
+        plan, by (2) and P; in one whose jobs are all rented, priced as given, a chain's (P)."""
+        out = []
+        for job, a in zip(self.jobs, plan.assignments, strict=True):
+            limit = job_finish_s(job, self.horizon_s) or self.horizon_s
+            if a.end_s > limit * (1 + 1e-12):
+                day = SECONDS_PER_DAY
+                out.append(LateOnRentRows(job.name, job.after, a.end_s / day, limit / day, limit_key(job, limit)))
+        return tuple(out)
 
     def _precedence(
         self, problem: pulp.LpProblem, pools: Sequence[HeldPool], held: tuple[list, np.ndarray], z: list

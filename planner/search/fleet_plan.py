@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from planner.catalog.held_price import HeldPrice
 from planner.plan_accuracy import summed_band
 from planner.search.ilp import ScoredTable
-from planner.search.late_band import LateAtBandEnd
+from planner.search.late_band import LateAtBandEnd, LateOnRentRows
 from planner.search.ownership import GpuBreakEven, busy_share, per_busy_hour
 from planner.search.reserved import OwnedVsReserved, ReservedPrices
 from planner.search.slots import list_schedule
@@ -231,6 +231,8 @@ class FleetSolution:
     # portfolio's), and the range of its rent's price kind's listed offers (trial s51 M3, M4)
     held_usd_per_gpu_hour: Mapping[str, float] = field(default_factory=dict)
     rent_offers: Mapping[str, OffersRange] = field(default_factory=dict)
+    # Why rent only is None where every job has a rent row: the jobs a chain of rent rows (P) ends late
+    rent_only_late: tuple[LateOnRentRows, ...] = ()
 
     def break_even_rents(self) -> tuple[BreakEvenRent, ...]:
         """Each type to buy's ``BreakEvenRent`` at the busy hours of the first of mixed and buy only

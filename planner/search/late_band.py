@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from planner.units import SECONDS_PER_DAY
 
-__all__ = ["LateAtBandEnd", "late_at_band_end"]
+__all__ = ["LateAtBandEnd", "LateOnRentRows", "late_at_band_end"]
 
 
 @dataclass(frozen=True)
@@ -41,3 +41,24 @@ def late_at_band_end(
     start_days = start_s / SECONDS_PER_DAY
     end = start_days + slow_days
     return LateAtBandEnd(job, start_days, end, deadline_days) if end > deadline_days * (1 + 1e-9) else None
+
+
+@dataclass(frozen=True)
+class LateOnRentRows:
+    """Why a fleet's rent only is none where every job can be rented (review after52 M3: the table
+    left the row out without a word): on every job's rent row, each starting when the jobs it is
+    after (P) end, this job ends past its D_j: no row of a type it may rent ends it in time after
+    them, so its rent row is picked from its head (planner/search/fleet.py ``_rent_rows``)."""
+
+    job: str
+    after: tuple[str, ...]  # the jobs it starts after
+    end_days: float
+    limit_days: float
+    limit_key: str  # the jobs-file key of D_j: deadline_days or horizon_days
+
+    def words(self) -> str:
+        """'chat-70b (after chat-8b) ends on day 64.6, past its deadline_days of day 60'."""
+        return (
+            f"{self.job} (after {', '.join(self.after)}) ends on day {self.end_days:,.1f}, past its"
+            f" {self.limit_key} of day {self.limit_days:,g}"
+        )

@@ -17,7 +17,9 @@ from planner.search.slots import jobs_infeasible, respecting
 from planner.units import SECONDS_PER_DAY
 
 __all__ = [
+    "LATE_CHAINS",
     "ChainStarts",
+    "chain_ends",
     "chain_starts",
     "chained",
     "cycle_of",
@@ -27,6 +29,10 @@ __all__ = [
 
 # Each job's predecessors, by index: after[j] = {i : (i, j) in P}
 After = Sequence[Sequence[int]]
+
+# The heading of several late chains' answer: each job fits alone, so "cannot run on their own"
+# (``jobs_infeasible``'s) would be wrong (review after52 M2)
+LATE_CHAINS = "cannot end in time after the jobs they start after (after)"
 
 
 def cycle_of(after: Mapping[str, Sequence[str]]) -> list[str] | None:
@@ -97,6 +103,20 @@ def chain_starts(jobs: Sequence[JobCandidates], after: After, fastest_s: Sequenc
     return ChainStarts(tuple(start), tuple(via))
 
 
+def chain_ends(
+    jobs: Sequence[JobCandidates], after: After, fastest_s: Sequence[float], finish_by: Sequence[float | None]
+) -> list[float | None]:
+    """Each job's tail, the latest end no schedule that ends every job by its D_j beats:
+    L_j = min(D_j, min_{(j, k) in P} L_k - T_k) with T_k job k's fastest row (seconds; None: no limit)."""
+    tail = list(finish_by)
+    for k in reversed(respecting(range(len(jobs)), after)):  # each job's successors before it
+        if (limit := tail[k]) is None:
+            continue
+        for i in after[k]:
+            tail[i] = min(t for t in (tail[i], limit - fastest_s[k]) if t is not None)
+    return tail
+
+
 def _late_chains(
     jobs: Sequence[JobCandidates], heads: ChainStarts, fastest_s: Sequence[float], finish_by: Sequence[float | None]
 ) -> list[tuple[str, InfeasiblePlan]]:
@@ -145,5 +165,5 @@ def chained(
     heads = chain_starts(jobs, after, fastest)
     late = _late_chains(jobs, heads, fastest, finish_by)
     if late:
-        raise jobs_infeasible(late)
+        raise jobs_infeasible(late, LATE_CHAINS)
     return [replace(job, release_s=head) for job, head in zip(jobs, heads.start_s, strict=True)]

@@ -157,10 +157,13 @@ def usage_constraints(
             problem += used <= limit
 
 
-def jobs_infeasible(failed: Sequence[tuple[str, InfeasiblePlan]]) -> InfeasiblePlan:
+def jobs_infeasible(
+    failed: Sequence[tuple[str, InfeasiblePlan]], heading: str = "cannot run on their own"
+) -> InfeasiblePlan:
     """The jobs that cannot run alone (name, answer), all in one answer (trial s25: a second job's
     memory answer hid behind the first's deadline): under their constraint when they share one (the
-    first one's figures), else ``Constraint.JOBS``; each job's own answer in ``jobs``."""
+    first one's figures), else ``Constraint.JOBS``; each job's own answer in ``jobs``. ``heading``:
+    what the jobs have in common, after their count (late chains: precedence.py ``LATE_CHAINS``)."""
     first = failed[0][1]
     if len(failed) == 1:
         return first
@@ -169,7 +172,7 @@ def jobs_infeasible(failed: Sequence[tuple[str, InfeasiblePlan]]) -> InfeasibleP
     same = len({exc.constraint for _, exc in failed}) == 1
     return InfeasiblePlan(
         first.constraint if same else Constraint.JOBS,
-        f"{len(failed)} jobs cannot run on their own: {details}",
+        f"{len(failed)} jobs {heading}: {details}",
         fixes,
         required=first.required if same else None,
         available=first.available if same else None,

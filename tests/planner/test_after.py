@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from support import SOLVERS
 from test_fleet_inventory import brute_force as fleet_brute_force
+from test_fleet_inventory import rent_way
 from test_portfolio import ECONOMICS, candidate_table, random_job
 from test_portfolio_bruteforce import WEIGHTS, instance
 from test_release import brute_force, check_released, released, released_options
@@ -17,6 +18,7 @@ from test_release import brute_force, check_released, released, released_options
 from planner.errors import Constraint, InfeasiblePlan
 from planner.search.fleet import Holding, size_fleet
 from planner.search.job_candidates import JobCandidates
+from planner.search.late_band import LateOnRentRows
 from planner.search.ownership import TcoAssumptions
 from planner.search.portfolio import solve_portfolio
 from planner.search.precedence import cycle_of
@@ -96,12 +98,23 @@ def fleet_chain(seed: int):
 def chain_brute_force(jobs, tco, horizon_days, rent=True):
     """The fleet's enumeration with the second job from its head (the first's fastest row that ends
     in time, which no schedule beats: its options and rent row start there at the earliest) and only
-    the ways where it starts once the first ends: a rented one at once (its head, or the first's end)."""
+    the ways where it starts once the first ends: a rented one at once (its head, or the first's end).
+    The rent rows as the fleet picks them: the first's to end by the second's deadline less the
+    second's fastest row, the second's from the first's rent row's end (each as before where none fits)."""
     first, second = jobs
     horizon_s = horizon_days * DAY
-    fastest = min(end - 0.0 for _, slot, end, _ in released_options(first, None, horizon_s, 3) if slot == 0)
-    headed = [first, replace(second, release_s=fastest)]
     finish = min(t for t in (second.deadline_s, horizon_s) if t is not None)
+    fastest = min(end for _, slot, end, _ in released_options(first, None, horizon_s, 3) if slot == 0)
+    headed = [first, replace(second, release_s=fastest)]
+    second_fastest = min(end for _, slot, end, _ in released_options(second, None, horizon_s, 3) if slot == 0)
+    tail = min(t for t in (first.deadline_s, finish - second_fastest) if t is not None)
+    rent_first = rent_way(replace(first, deadline_s=tail), horizon_s, 3, set(), released_options) or rent_way(
+        first, horizon_s, 3, set(), released_options
+    )
+    rent_end = first.table.time_to_train_s[rent_first[0]]
+    rent_second = rent_way(replace(second, release_s=rent_end), horizon_s, 3, set(), released_options) or rent_way(
+        headed[1], horizon_s, 3, set(), released_options
+    )
 
     def ends(way, job):
         row, _, end, _, held = way
@@ -113,7 +126,8 @@ def chain_brute_force(jobs, tco, horizon_days, rent=True):
         return end - T >= first_end * (1 - 1e-12) if held else max(fastest, first_end) + T <= finish * (1 + 1e-12)
 
     args = (headed, ECONOMICS, {}, tco, horizon_days, 3, {"a100": 6, "h100": 6})
-    return fleet_brute_force(*args, rent=rent, options_of=released_options, keep=keep)
+    ways = [rent_first, rent_second]
+    return fleet_brute_force(*args, rent=rent, options_of=released_options, keep=keep, rent_ways=ways)
 
 
 @pytest.mark.parametrize("seed", range(8))
@@ -190,3 +204,82 @@ def test_cycle_of_names_the_jobs_in_running_order() -> None:
             ],
             {"h100": 4},
         )
+
+
+def test_several_late_chains_share_a_heading_that_fits_chains() -> None:
+    """Review after52 M2: two late chains were headed "2 jobs cannot run on their own", though each
+    runs alone; each job's own words follow, in portfolio and fleet."""
+
+    def job(name: str, days: float, **limits) -> JobCandidates:
+        return JobCandidates(name, candidate_table(name, ["h100"], [4], [days * DAY], [1920.0], [True]), **limits)
+
+    jobs = [
+        job("pre-a", 8),
+        job("sft-a", 3, deadline_s=10 * DAY, after=("pre-a",)),
+        job("pre-b", 5),
+        job("sft-b", 2, deadline_s=6 * DAY, after=("pre-b",)),
+    ]
+    for solve in (lambda: solve_portfolio(jobs, {"h100": 8}), lambda: size_fleet(jobs, ECONOMICS, 30)):
+        with pytest.raises(InfeasiblePlan) as caught:
+            solve()
+        answer = caught.value
+        assert answer.constraint is Constraint.DEADLINE and [name for name, _ in answer.jobs] == ["sft-a", "sft-b"]
+        assert answer.detail.startswith(
+            "2 jobs cannot end in time after the jobs they start after (after): job 'sft-a': after 'pre-a',"
+        )
+        assert "on their own" not in answer.detail and "job 'sft-b': after 'pre-b'" in answer.detail
+
+
+def rent_chain(deadline_days: float) -> list[JobCandidates]:
+    """'a' rents its cheap 10-day h100 row, or its dearer 4-day one (h100, or a100 where given), 'b'
+    (3 days) after it, due by ``deadline_days``: 'b''s head is day 4."""
+    a = JobCandidates(
+        "a", candidate_table("a", ["h100", "h100"], [4, 8], [10 * DAY, 4 * DAY], [3840.0, 6000.0], [1, 1])
+    )
+    b_table = candidate_table("b", ["h100"], [4], [3 * DAY], [1152.0], [True])
+    return [a, JobCandidates("b", b_table, deadline_s=deadline_days * DAY, after=("a",))]
+
+
+def test_a_chain_rents_rows_that_end_it_in_time() -> None:
+    """Review chain52 H1: 'a''s rent row was its cheap 10-day one (it has no deadline), so renting
+    both ended 'b' on day 13 and rent only was none (and mixed, with no rent row that fits after
+    another, bought GPUs where renting was cheaper: the CLI's 36x). Now 'a' rents its 4-day row."""
+    solution = size_fleet(rent_chain(12), ECONOMICS, 30, num_slots=6)
+    rent_only = solution.rent_only
+    assert rent_only is not None and rent_only.total_cost_usd == pytest.approx(6000.0 + 1152.0)
+    assert [(x.holding, x.row, x.end_s / DAY) for x in rent_only.assignments] == [
+        (Holding.RENTED, 1, 4.0),
+        (Holding.RENTED, 0, 7.0),
+    ]
+    assert solution.mixed.total_cost_usd <= rent_only.total_cost_usd and solution.rent_only_late == ()
+    alone = size_fleet([rent_chain(12)[0]], ECONOMICS, 30, num_slots=6)  # no chain: its cheap 10-day row
+    assert [x.row for x in alone.rent_only.assignments] == [0]
+
+
+def held_only_chain() -> list[JobCandidates]:
+    """As ``rent_chain(12)``, 'a''s fast row on a100, a type only bought (held_only): its rent row is
+    the 10-day one, after which 'b' ends on day 13."""
+    a, b = rent_chain(12)
+    table = candidate_table("a", ["h100", "a100"], [4, 8], [10 * DAY, 4 * DAY], [3840.0, 6000.0], [1, 1])
+    return [replace(a, table=table), b]
+
+
+def test_rent_only_says_which_chain_of_rent_rows_ends_late() -> None:
+    """Review after52 M3: rent only was None with no word where a chain of rent rows ends late."""
+    late = size_fleet(held_only_chain(), ECONOMICS, 30, num_slots=6, held_only=frozenset({"a100"}))
+    assert late.rent_only is None and late.mixed.assignments[0].holding is Holding.OWNED
+    assert late.rent_only_late == (LateOnRentRows("b", ("a",), 13.0, 12.0, "deadline_days"),)
+    assert late.rent_only_late[0].words() == "b (after a) ends on day 13.0, past its deadline_days of day 12"
+
+
+def test_no_fleet_holds_the_chains_in_time() -> None:
+    """``_no_chained_fleet``: 'a''s fast row may not be bought, and its rent row ends 'b' late, though
+    each chain fits on its fastest rows."""
+    caps = {"h100": 0, "a100": 0}
+    with pytest.raises(InfeasiblePlan) as caught:
+        size_fleet(held_only_chain(), ECONOMICS, 30, num_slots=6, max_purchase=caps, held_only=frozenset({"a100"}))
+    answer = caught.value
+    assert answer.constraint is Constraint.DEADLINE and answer.detail.startswith(
+        "the jobs' chains (after) cannot all end by their deadlines on the GPUs this fleet may rent, reserve or buy"
+    )
+    assert answer.fix == "raise deadline_days or horizon_days, raise num_slots, or drop a job from an after"

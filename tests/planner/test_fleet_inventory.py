@@ -52,11 +52,13 @@ def brute_force(
     unrented=(),
     options_of=None,
     keep=None,
+    rent_ways=None,
 ):
     """Least total over explicit purchase counts b_g and every way to run each job: owned (on a type
     owned or to buy, held on I_g + b_g) or rented; every total holds the owned GPUs' running cost.
     ``options_of``: a job's ways to run alone, (row, slot, end, slots held) (default: from day 0);
-    ``keep``: which ways of every job together may run (default: all)."""
+    ``keep``: which ways of every job together may run (default: all); ``rent_ways``: each job's
+    rented way (default: ``rent_way``'s)."""
     options_of = options_of or job_options
     horizon_s, hours = horizon_days * DAY, horizon_days * 24
     rates = {g: break_even(g, e, tco, hours, e.rent_usd_per_gpu_hour) for g, e in economics.items()}
@@ -64,9 +66,10 @@ def brute_force(
     busy_rate = {g: b.owned_usd_per_busy_hour for g, b in {**running, **rates}.items()}
     sunk = sum(running[g].owned_fixed_usd * o.count for g, o in owned.items())
     per_job = []
-    for job in jobs:
+    for j, job in enumerate(jobs):
         held = [(*o, True) for o in options_of(job, None, horizon_s, num_slots) if job.table.gpu_id[o[0]] in busy_rate]
-        way = rent_way(job, horizon_s, num_slots, set(unrented), options_of) if rent else None
+        way = rent_way(job, horizon_s, num_slots, set(unrented), options_of) if rent_ways is None else rent_ways[j]
+        way = way if rent else None
         per_job.append(held + ([way] if way is not None else []))
     best = None
     buyable = {g: (range(max_purchase[g] + 1) if buy else [0]) for g in economics}

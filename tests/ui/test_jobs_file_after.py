@@ -64,3 +64,27 @@ def test_a_chain_past_a_deadline_is_named_without_a_gpu_count(tmp_path: Path, ca
     out = capsys.readouterr().out
     assert "job 'c': after 'a', which ends on day" in out and "must end by day 0.5 (deadline_days" in out
     assert "or drop 'a' from after" in out and "more than the inventory" not in out
+
+
+def test_fleet_says_why_rent_only_is_none_in_text_and_json(tmp_path: Path, capsys, monkeypatch) -> None:
+    """Review after52 M3: where a chain of rent rows ends a job late, rent only is none, and the table
+    left its row out without a word. The planner's case is in tests/planner/test_after.py; here its
+    answer (``_rent_only``'s) is forced on a small file to check the words."""
+    import planner.search.fleet as fleet_module
+    from planner.search.late_band import LateOnRentRows
+
+    late = (LateOnRentRows("c", ("a", "b"), 13.04, 12.0, "deadline_days"),)
+    monkeypatch.setattr(fleet_module, "_rent_only", lambda model: (None, late))
+    path = tmp_path / "jobs.toml"
+    owned = "[inventory]\nh100-sxm = 8\n"  # none owned: rent only is every job's rent row
+    path.write_text('buy = ["h100-sxm"]\n' + _jobs({"c": '["a", "b"]'}).replace(owned, ""))
+    assert main(["fleet", str(path), "--json"]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    assert answer["rent_only"] is None and answer["rent_only_late"] == [
+        {"job": "c", "after": ["a", "b"], "end_days": 13.04, "limit_days": 12.0, "limit_key": "deadline_days"}
+    ]
+    assert main(["fleet", str(path)]) == 0
+    assert (
+        "rent only: none: with every job on its rent row, c (after a, b) ends on day 13.0, past its deadline_days"
+        " of day 12 (" in capsys.readouterr().out
+    )
