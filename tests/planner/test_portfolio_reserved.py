@@ -88,12 +88,14 @@ def test_a_reserved_portfolio_bills_held_gpus_the_reserved_terms_and_busy_power(
         assert s.reserved == ()
 
 
-def brute_force(jobs, cap: int, unit: int, rate: float, weights, horizon_s):
+def brute_force(jobs, cap: int, unit: int, rate: float, weights, horizon_s, after=None):
     """Least objective over every row per job, every order and every pool q (whole units up to
     ``cap``) of one reserved type "h100": w_C q F_r / C_ref + w_T sum_j E_j / T_ref,j, F_r = rate x
     the hours of the 1-year terms covering the span (the horizon, else twice the fastest rows run
-    one after another), C_ref = sum_j min_c of n_c T_c at F_r spread over the span."""
+    one after another, from the latest head), C_ref = sum_j min_c of n_c T_c at F_r spread over the
+    span. ``after``: job -> its predecessors, each listed before it (P: only the orders that respect it)."""
     w_C, w_T = weights
+    after = after or {}
     rows, finish = [], []
     for j in jobs:
         t = j.table
@@ -101,7 +103,11 @@ def brute_force(jobs, cap: int, unit: int, rate: float, weights, horizon_s):
         rows.append([r for r in range(len(t)) if t.num_gpus[r] <= cap and t.time_to_train_s[r] <= finish[-1]])
         if not rows[-1]:
             return None
-    span_s = horizon_s or 2 * sum(min(j.table.time_to_train_s[r] for r in rs) for j, rs in zip(jobs, rows, strict=True))
+    fastest = [min(j.table.time_to_train_s[r] for r in rs) for j, rs in zip(jobs, rows, strict=True)]
+    head = [0.0] * len(jobs)
+    for j in range(len(jobs)):  # predecessors first
+        head[j] = max([0.0, *(head[i] + fastest[i] for i in after.get(j, ()))])
+    span_s = horizon_s or 2 * sum(fastest) + max(head)
     terms = max(math.ceil(span_s / 3600 / HOURS_PER_YEAR), 1)
     per_gpu = rate * terms * HOURS_PER_YEAR
     finish = [min(f, terms * HOURS_PER_YEAR * 3600) for f in finish]
@@ -113,9 +119,9 @@ def brute_force(jobs, cap: int, unit: int, rate: float, weights, horizon_s):
         n = [j.table.num_gpus[r] for j, r in zip(jobs, picked, strict=True)]
         T = [j.table.time_to_train_s[r] for j, r in zip(jobs, picked, strict=True)]
         for q, order in itertools.product(range(unit, cap + 1, unit), itertools.permutations(range(len(jobs)))):
-            if max(n) > q:
+            if max(n) > q or any(order.index(i) > order.index(j) for j, ps in after.items() for i in ps):
                 continue
-            start = serial_schedule(order, ["h100"] * len(jobs), n, T, {"h100": q})
+            start = serial_schedule(order, ["h100"] * len(jobs), n, T, {"h100": q}, after=after)
             end = [s + d for s, d in zip(start, T, strict=True)]
             if any(e > f * (1 + 1e-12) for e, f in zip(end, finish, strict=True)):
                 continue
