@@ -149,6 +149,7 @@ class InfeasiblePlan(Exception):
         deadline_seconds: float | None = None,
         more_gpus: CountPastInventory | None = None,
         tokens_within_budget: float | None = None,
+        chain: tuple[str, ...] = (),
     ) -> None:
         super().__init__(f"{constraint.value}: {detail}; {fix}")
         self.constraint = constraint
@@ -179,6 +180,10 @@ class InfeasiblePlan(Exception):
         # A budget answer: the tokens the budget trains at the cheapest plan's cost per token
         # (planner/api/budget_fix.py; buyer trial s50 M7), which the app words from this figure
         self.tokens_within_budget = tokens_within_budget
+        # A job whose chain (a jobs file's after) ends it late: the jobs whose ends set its earliest
+        # start, first to last, then it (planner/search/precedence.py; review after52 M2: several
+        # such answers were headed "cannot run on their own")
+        self.chain = chain
 
     def but(
         self,
@@ -211,6 +216,7 @@ class InfeasiblePlan(Exception):
             deadline_seconds=self.deadline_seconds,
             more_gpus=more_gpus or self.more_gpus,
             tokens_within_budget=tokens_within_budget or self.tokens_within_budget,
+            chain=self.chain,
         )
 
     def __reduce__(self):  # keep the fields across pickling (process pools, caches)

@@ -17,7 +17,6 @@ from planner.search.slots import jobs_infeasible, respecting
 from planner.units import SECONDS_PER_DAY
 
 __all__ = [
-    "LATE_CHAINS",
     "ChainStarts",
     "chain_ends",
     "chain_starts",
@@ -29,10 +28,6 @@ __all__ = [
 
 # Each job's predecessors, by index: after[j] = {i : (i, j) in P}
 After = Sequence[Sequence[int]]
-
-# The heading of several late chains' answer: each job fits alone, so "cannot run on their own"
-# (``jobs_infeasible``'s) would be wrong (review after52 M2)
-LATE_CHAINS = "cannot end in time after the jobs they start after (after)"
 
 
 def cycle_of(after: Mapping[str, Sequence[str]]) -> list[str] | None:
@@ -138,7 +133,7 @@ def _late_chains(
         )
         fix = f"set {key} to {days_field(end_s)} or more, or drop {jobs[i].name!r} from after"
         # no available: plan's probe past the inventory (portfolio_answer.py) would size this job alone
-        answer = InfeasiblePlan(Constraint.DEADLINE, detail, fix, required=end_s, job=job.name)
+        answer = InfeasiblePlan(Constraint.DEADLINE, detail, fix, required=end_s, job=job.name, chain=tuple(names))
         out.append((job.name, answer))
     return out
 
@@ -165,5 +160,5 @@ def chained(
     heads = chain_starts(jobs, after, fastest)
     late = _late_chains(jobs, heads, fastest, finish_by)
     if late:
-        raise jobs_infeasible(late, LATE_CHAINS)
+        raise jobs_infeasible(late)
     return [replace(job, release_s=head) for job, head in zip(jobs, heads.start_s, strict=True)]

@@ -157,14 +157,14 @@ def usage_constraints(
             problem += used <= limit
 
 
-def jobs_infeasible(
-    failed: Sequence[tuple[str, InfeasiblePlan]], heading: str = "cannot run on their own"
-) -> InfeasiblePlan:
+def jobs_infeasible(failed: Sequence[tuple[str, InfeasiblePlan]]) -> InfeasiblePlan:
     """The jobs that cannot run alone (name, answer), all in one answer (trial s25: a second job's
     memory answer hid behind the first's deadline): under their constraint when they share one (the
-    first one's figures), else ``Constraint.JOBS``; each job's own answer in ``jobs``. ``heading``:
-    what the jobs have in common, after their count (late chains: precedence.py ``LATE_CHAINS``)."""
+    first one's figures), else ``Constraint.JOBS``; each job's own answer in ``jobs``. Where each is a
+    late chain's (``InfeasiblePlan.chain``), each job runs alone: the heading says what ends them late."""
     first = failed[0][1]
+    chains = all(exc.chain for _, exc in failed)
+    heading = "cannot end in time after the jobs they start after (after)" if chains else "cannot run on their own"
     if len(failed) == 1:
         return first
     details = "; ".join(exc.detail for _, exc in failed)

@@ -88,3 +88,17 @@ def test_fleet_says_why_rent_only_is_none_in_text_and_json(tmp_path: Path, capsy
         "rent only: none: with every job on its rent row, c (after a, b) ends on day 13.0, past its deadline_days"
         " of day 12 (" in capsys.readouterr().out
     )
+
+
+def test_several_late_chains_are_headed_as_chains_in_the_cli(tmp_path: Path, capsys) -> None:
+    """Review after52 M2: "2 jobs cannot run on their own" headed two late chains, though each job
+    runs alone (the answer judged at the jobs' risk is rebuilt from each job's own)."""
+    text = _jobs({"b": '["a"]', "c": '["a"]'})
+    for name in "bc":
+        text = text.replace(f'name = "{name}"\n', f'name = "{name}"\ndeadline_days = 0.5\n')
+    path = tmp_path / "jobs.toml"
+    path.write_text(text)
+    assert main(["portfolio", str(path)]) == 0  # an answer, as every infeasible portfolio's
+    out = capsys.readouterr().out
+    assert "deadline: 2 jobs cannot end in time after the jobs they start after (after): job 'b': after 'a'" in out
+    assert "on their own" not in out
