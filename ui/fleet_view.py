@@ -17,6 +17,7 @@ from planner.api import PlanRequest
 from planner.catalog.prices import OffersRange
 from planner.limits import MAX_DAYS, MAX_SLOTS, MIN_FLEET_SLOTS
 from planner.search.fleet_plan import BreakEvenRent, FleetOption, FleetPlan, FleetSolution, Holding
+from planner.search.late_band import LateOnRentRows
 from planner.search.ownership import TcoAssumptions
 from planner.units import DAYS_PER_YEAR, SECONDS_PER_DAY
 from ui import app_core, figures
@@ -138,6 +139,8 @@ def show_fleet_outcome(tr: Labels, outcome: FleetOutcome, inputs: Inputs, ask: F
         st.warning(held_price_text(tr, warning, "price_fix_table"))  # fleet_requests reads it
     for late in solution.late_at_band_end:  # trial s51 M5, as the CLI's
         st.warning(late_text(tr, late))
+    for chained in solution.rent_only_late:  # why the rent-only option is missing (chain52, as the CLI's)
+        st.warning(rent_only_late_text(tr, chained))
     show_split(tr, solution, *options[0])
     st.caption(ownership_text(tr, ask.tco, solution.horizon_days))
     st.caption(tr("fleet_slots", slots=solution.num_slots, days=solution.horizon_days / solution.num_slots))
@@ -147,6 +150,12 @@ def show_fleet_outcome(tr: Labels, outcome: FleetOutcome, inputs: Inputs, ask: F
         st.caption(tr("fleet_held_only", gpus=tr.join(sorted(solution.held_only))))
     show_fleet_jobs(tr, solution.mixed, risk)
     show_break_even(tr, solution)
+
+
+def rent_only_late_text(tr: Labels, late: LateOnRentRows) -> str:
+    """``LateOnRentRows.words`` in the page's language: why there is no rent-only option."""
+    values = dict(end=late.end_days, limit=late.limit_days, limit_key=late.limit_key)
+    return tr("fleet_rent_only_late", job=plain(late.job), after=plain(", ".join(late.after)), **values)
 
 
 def option_key(solution: FleetSolution, option: FleetOption) -> str:

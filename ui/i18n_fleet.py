@@ -87,6 +87,13 @@ FLEET_LABELS: dict[str, tuple[str, str]] = {
         "{job}：按其 80% 区间的慢端，它在第 {end:,.1f} 天结束（按计划于第 {start:,.1f} 天开始），晚于截止日第"
         " {deadline:,g} 天。",
     ),
+    # planner/search/late_band.py LateOnRentRows (after52 M3, chain52), the CLI's words
+    "fleet_rent_only_late": (
+        "No rent-only option: with every job rented, {job} (after {after}) ends on day {end:,.1f}, past its"
+        " {limit_key} of day {limit:,g}; no type it may rent runs it fast enough after them.",
+        "没有“只租用”方案：所有任务都租用时，{job}（在 {after} 之后）于第 {end:,.1f} 天结束，晚于其 {limit_key} 第"
+        " {limit:,g} 天；它可租用的 GPU 类型都无法在这些任务之后足够快地完成它。",
+    ),
     "fleet_total": ("{option}: total at {risk}", "{option}：{risk} 分位总成本"),
     "fleet_chart": (
         "Each option's total at {risk}, with its 80 % band (every job at its band's ends)",

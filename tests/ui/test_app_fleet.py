@@ -316,3 +316,17 @@ def test_a_type_no_option_buys_and_one_listed_offer_are_said(tr):
     assert offers_text(tr, None) == ""
     if tr is ZH:
         assert not english_sentences(one) and not english_sentences(tr("fleet_no_option_buys"))
+
+
+@pytest.mark.parametrize("tr", [EN, ZH])
+def test_a_missing_rent_only_option_says_why_in_the_pages_language(tr):
+    """chain52: the page dropped a rent-only option that a chain made late without a word; the CLI
+    says why (ui/render_fleet.py rent_only_late_words)."""
+    from planner.search.late_band import LateOnRentRows
+    from ui.fleet_view import rent_only_late_text
+
+    late = LateOnRentRows("chat-70b", ("chat-8b",), 64.6, 60.0, "deadline_days")
+    text = rent_only_late_text(tr, late)
+    text = text.replace("\\-", "-")  # plain(): no markdown list
+    assert "chat-70b" in text and "chat-8b" in text and "64.6" in text and "60" in text and "deadline_days" in text
+    assert tr is EN or not english_sentences(text.replace("deadline_days", ""))
