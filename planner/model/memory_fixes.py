@@ -46,7 +46,7 @@ def memory_fix_hint(
     fsdp_runs: bool = True,
     offload_frees_gib: float = 0.0,
     full_ac_need: Callable[[], float | None] = lambda: None,
-    full_ac_cp_fits: Callable[[int], bool] = lambda cp: False,
+    full_ac_cp_world: Callable[[int], int | None] = lambda cp: None,
     group_fits: Callable[[int, int, int], bool] = lambda dp_shard, dp_replicate, gpus: True,
     optimizer_fix: FixCode | None = None,
     compile_fits: bool = False,
@@ -64,7 +64,7 @@ def memory_fix_hint(
         need_gib, excess, terms, layout, training, fsdp_runs, group_fits, optimizer_fix, compile_fits, offload_frees_gib
     )
     activation, partial = _activation_hints(
-        need_gib, usable_gib, excess, terms, layout, training, cp_world, full_ac_need, full_ac_cp_fits
+        need_gib, usable_gib, excess, terms, layout, training, cp_world, full_ac_need, full_ac_cp_world
     )
     hints += activation
     hints += _split_hint(need_gib, excess, terms, layout, training, model, gpus_per_node, tp_world, pp_world)
@@ -129,14 +129,16 @@ def _activation_hints(
     training: TrainingConfig,
     cp_world: Callable[[int], int | None],
     full_ac_need: Callable[[], float | None],
-    full_ac_cp_fits: Callable[[int], bool],
+    full_ac_cp_world: Callable[[int], int | None],
 ) -> tuple[list[FixHint], list[FixHint]]:
     """The fixes that shrink the activations: full recomputation (with a wider cp where it needs
     one), a smaller micro-batch, a wider cp; and checkpointing that does not close the gap alone,
     said last. ``full_ac_need``: the GiB the same layout needs with full recomputation (None: not
     known), so checkpointing that does not close the gap alone is said after the fixes that do
-    (trial s38: at a million tokens it led, and left 417 GiB to find); ``full_ac_cp_fits(cp)``:
-    whether full recomputation with that context-parallel degree runs and fits by the memory model
+    (trial s38: at a million tokens it led, and left 417 GiB to find); ``full_ac_cp_world(cp)``:
+    the GPUs on which full recomputation with that context-parallel degree runs and fits by the
+    memory model, as ``cp_world`` (review52: only these GPUs were tried, so mixtral at 64K on 8
+    GPUs was told no one change fits where both with cp 2 fit on 16); None where on none
     (buyer trial s45: at a million tokens neither fixed it alone, and together, cp 16, they did, but
     the answer named neither cp nor the pair); ``cp_world``: the GPUs on which a wider
     context-parallel degree runs and fits, as ``tp_world`` (``_split_hint``; trial s34: at a million
@@ -150,7 +152,7 @@ def _activation_hints(
         return c <= MAX_CP_FIX and cp_pays(training.seq_len, c)
 
     if partial and sequence > excess:  # the sequence's terms could close the gap: split them too
-        both = _full_ac_cp_hint(layout, lambda c: cp_named(c) and full_ac_cp_fits(c))
+        both = _full_ac_cp_hint(layout, lambda c: full_ac_cp_world(c) if cp_named(c) else None)
         full, partial = ([both], []) if both is not None else (full, partial)
     hints = [*full]
     if training.micro_batch > 1:
@@ -212,17 +214,16 @@ def _recompute_hints(
     return [], [FixHint(code=FixCode.FULL_AC_PARTIAL, figures={"need": after})]
 
 
-def _full_ac_cp_hint(layout: Layout, fits: Callable[[int], bool]) -> FixHint | None:
+def _full_ac_cp_hint(layout: Layout, world: Callable[[int], int | None]) -> FixHint | None:
     """Full recomputation together with the smallest power-of-two multiple of the context-parallel
-    degree (up to MAX_CP_FIX) with which it ``fits``: where checkpointing alone leaves the sequence's
+    degree (up to MAX_CP_FIX) with which it runs and fits on some ``world``, with those GPUs: where checkpointing alone leaves the sequence's
     activations over the room, splitting the sequence is what shrinks them (buyer trial s45:
     more pipeline stages at a million tokens still needed 430 GiB, cp 8 with it 78 GiB of 75)."""
     wider = (layout.cp * 2**j for j in range(1, 8))
-    cp = next((d for d in wider if d <= MAX_CP_FIX and fits(d)), None)
-    if cp is None:
+    found = next(((d, gpus) for d in wider if d <= MAX_CP_FIX and (gpus := world(d)) is not None), None)
+    if found is None:
         return None
-    gpus = wider_world(layout.world_size, layout, "cp", cp)
-    return _degree_hint(layout, "cp", cp, gpus, FixCode.FULL_AC_CP, FixCode.FULL_AC_CP_MORE_GPUS)
+    return _degree_hint(layout, "cp", *found, FixCode.FULL_AC_CP, FixCode.FULL_AC_CP_MORE_GPUS)
 
 
 def _sharding_hints(
@@ -436,7 +437,7 @@ class FitCheck:
             fsdp_runs=self.stack is None or self.stack.max_sharding >= SHARD_FSDP,
             offload_frees_gib=frees,
             full_ac_need=lambda: self.need_with_full_ac(settings),
-            full_ac_cp_fits=lambda cp: self.runs("cp", cp, self.full_ac_training(), settings),
+            full_ac_cp_world=lambda cp: self.fitting_world("cp", cp, settings, self.full_ac_training()),
             group_fits=lambda shard, replicate, gpus: self.fits_with_group(shard, replicate, gpus, settings),
             optimizer_fix=self.optimizer_fix(settings),
             compile_fits=self.compile_fits(settings),

@@ -50,3 +50,19 @@ def test_more_pipeline_stages_are_named_with_the_gpus_they_need():
     layout = Layout(tp=8, pp=stages, sharding=Sharding.FSDP)
     training = TrainingConfig(seq_len=4096, micro_batch=1, grad_accum=stages)
     assert estimate(get_preset("llama3-70b"), "h100-sxm", layout, training, num_gpus=gpus, catalog=CATALOG).feasible
+
+
+def test_full_recomputation_with_cp_is_named_on_the_gpus_it_needs():
+    """Review52: the pair (full recomputation, a wider cp) was tried on these GPUs only, so mixtral at
+    64K on 8 GPUs was told no one change fits, where both with cp 2 fit on 16."""
+    layout = Layout(ep=8, sharding=Sharding.FSDP)
+    e = _est("mixtral-8x7b", 8, layout, 65536)
+    named = re.search(
+        r"enable full activation checkpointing and split each sequence over cp=(\d+) .* on (\d+) GPUs", e.fix or ""
+    )
+    assert not e.feasible and named, e.fix
+    cp, gpus = int(named[1]), int(named[2])
+    assert gpus > 8
+    training = TrainingConfig(seq_len=65536, micro_batch=1, activation_checkpointing="full")
+    wider = layout.model_copy(update={"cp": cp})
+    assert estimate(get_preset("mixtral-8x7b"), "h100-sxm", wider, training, num_gpus=gpus, catalog=CATALOG).feasible
