@@ -229,12 +229,16 @@ def _full_ac_cp_hint(layout: Layout, world: Callable[[int], int | None]) -> FixH
 def _sharding_hints(
     layout: Layout, states: float, need_gib: float, excess: float, group_fits: Callable[[int, int, int], bool]
 ) -> list[FixHint]:
-    """FSDP where a large share of the need is unsharded states, else the smallest FSDP group that
+    """FSDP where a large share of the need is unsharded states and it fits on these GPUs by the
+    memory model (review52: megatron-core 70B at tp 4, pp 2 on 16 GPUs was told to shard with FSDP,
+    which over its 2 data-parallel ranks still needed 110.8 GiB of 75.4), else the smallest FSDP group that
     fits: FSDP over k x more ranks frees (1 - 1/k) of the shardable ``states`` (a necessary bound),
     and ``group_fits`` checks the group by the memory model. The group grows on these GPUs only by
     folding replicas into it (dp_replicate); past that it needs ``group x non_dp`` GPUs (trial
     s35: "at least 12 (dp_shard now 6)" was told to an FSDP layout with no replica)."""
-    if layout.sharding.value != "fsdp" and states > 0.25 * need_gib:
+    # --sharding fsdp as said: every data-parallel rank in the group (DDP's are all replicas)
+    whole = layout.dp_shard * layout.dp_replicate
+    if layout.sharding.value != "fsdp" and states > 0.25 * need_gib and group_fits(whole, 1, layout.world_size):
         return [FixHint(code=FixCode.SHARD_FSDP)]
     if states <= excess:
         return []

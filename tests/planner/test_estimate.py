@@ -176,8 +176,10 @@ def test_memory_fix_moves_away_from_the_layout_in_use(layout, num_gpus, micro_ba
     assert tp is None or resolved.tp < tp <= 8
     shards = _named_degree(e.fix, r"FSDP over a group of at least (\d+)")
     assert shards is None or shards > resolved.dp_shard
-    if layout.sharding is Sharding.ZERO1:
-        assert "with FSDP" in e.fix
+    if layout.sharding is Sharding.ZERO1:  # FSDP on these GPUs, named where it fits (review52)
+        fsdp = layout.model_copy(update={"sharding": Sharding.FSDP})
+        fits = est(fsdp, num_gpus=num_gpus, micro_batch=micro_batch, model=get_preset("llama3-70b"), seq_len=8192)
+        assert ("(sharding fsdp)" in e.fix) == fits.feasible
     if micro_batch == 1:
         assert "micro-batch" not in e.fix
 

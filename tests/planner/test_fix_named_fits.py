@@ -66,3 +66,19 @@ def test_full_recomputation_with_cp_is_named_on_the_gpus_it_needs():
     training = TrainingConfig(seq_len=65536, micro_batch=1, activation_checkpointing="full")
     wider = layout.model_copy(update={"cp": cp})
     assert estimate(get_preset("mixtral-8x7b"), "h100-sxm", wider, training, num_gpus=gpus, catalog=CATALOG).feasible
+
+
+@pytest.mark.parametrize(
+    "model, num_gpus, tp, sharding",
+    [
+        ("llama3-8b", 8, 1, Sharding.NONE),  # FSDP over the 8 replicas fits: named
+        ("llama3-70b", 32, 1, Sharding.ZERO1),  # its activations alone pass the room: not named
+        ("llama3-70b", 16, 4, Sharding.ZERO1),
+    ],
+)
+def test_fsdp_is_named_only_where_it_fits(model, num_gpus, tp, sharding):
+    """Review52: "shard parameters, gradients and optimizer states with FSDP" was named unchecked,
+    as for megatron-core 70B at tp 4, pp 2 on 16 GPUs, where it still needed 110.8 GiB of 75.4."""
+    e = _est(model, num_gpus, Layout(tp=tp, sharding=sharding), 4096)
+    sharded = _est(model, num_gpus, Layout(tp=tp, sharding=Sharding.FSDP), 4096)
+    assert not e.feasible and ("(sharding fsdp)" in (e.fix or "")) == sharded.feasible, e.fix
