@@ -99,8 +99,9 @@ def job_controls(tr: Labels, jobs: dict[str, str], inputs: Inputs) -> None:
         help=tr("job_start_after_help"),
     )  # fmt: skip
     if mid.button(tr("add_job"), key="add_job", use_container_width=True):
-        keep_release(releases, name.strip(), release)
-        keep_after(afters, name.strip(), after)
+        if name.strip() and name.strip() not in jobs:  # a refused Add leaves the listed job's own (review52)
+            keep_release(releases, name.strip(), release)
+            keep_after(afters, name.strip(), after)
         add_job(tr, jobs, name.strip(), inputs.key)
     if right.button(tr("clear_jobs"), key="clear_jobs", use_container_width=True):
         jobs.clear()

@@ -144,3 +144,17 @@ def test_a_job_after_another_starts_when_it_ends_and_forgets_a_removed_one():
     assert not at.exception and at.session_state["portfolio_after"] == {"later": ("first",)}
     assert table(at, EN("col_after")).set_index(EN("col_job")).loc["later", EN("col_after")] == ""
     assert table(at, EN("col_start_days")).set_index(EN("col_job")).loc["later", EN("col_start_days")] == 0
+
+
+def test_a_refused_add_leaves_the_listed_jobs_after_and_start_day():
+    """Review52: Add under a taken name was refused, yet it set that job's after and start day."""
+    at = run_app(portfolio_mode=True, gpus=["h100-sxm"], inventory={"h100-sxm": 64})
+    for name in ("first", "later"):
+        at.text_input(key="job_name").set_value(name)
+        at.button(key="add_job").click().run()
+    at.text_input(key="job_name").set_value("later")
+    at.multiselect(key="job_after").set_value(["first"])
+    at.number_input(key="job_start_after").set_value(5.0)
+    at.button(key="add_job").click().run()
+    assert EN("job_name_taken", name="later") in [e.value for e in at.error]
+    assert at.session_state["portfolio_after"] == {} and at.session_state["portfolio_releases"] == {}
