@@ -122,6 +122,8 @@ def job_controls(tr: Labels, jobs: dict[str, str], inputs: Inputs) -> None:
         jobs.pop(picked, None)
         releases.pop(picked, None)
         afters.pop(picked, None)
+        for other, deps in list(afters.items()):  # a job added later under its name is not waited on (review52)
+            keep_after(afters, other, [d for d in deps if d != picked])
         st.rerun()
 
 

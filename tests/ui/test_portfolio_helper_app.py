@@ -141,9 +141,27 @@ def test_a_job_after_another_starts_when_it_ends_and_forgets_a_removed_one():
     assert schedule.loc["later", EN("col_start_days")] >= schedule.loc["first", EN("col_end_days")] > 0
     at.selectbox(key="job_pick").set_value("first").run()
     at.button(key="remove_job").click().run()
-    assert not at.exception and at.session_state["portfolio_after"] == {"later": ("first",)}
+    assert not at.exception and at.session_state["portfolio_after"] == {}  # review52: none kept for it
     assert table(at, EN("col_after")).set_index(EN("col_job")).loc["later", EN("col_after")] == ""
     assert table(at, EN("col_start_days")).set_index(EN("col_job")).loc["later", EN("col_start_days")] == 0
+
+
+def test_a_job_added_again_under_a_removed_name_is_not_waited_on():
+    """Review52: "later" kept "first" in its after once "first" was removed, so a new job named
+    "first" (the name box offers a freed "job-N" again) silently held "later" back."""
+    at = run_app(portfolio_mode=True, gpus=["h100-sxm"], inventory={"h100-sxm": 64})
+    at.text_input(key="job_name").set_value("first")
+    at.button(key="add_job").click().run()
+    at.text_input(key="job_name").set_value("later")
+    at.multiselect(key="job_after").set_value(["first"])
+    at.button(key="add_job").click().run()
+    at.selectbox(key="job_pick").set_value("first").run()
+    at.button(key="remove_job").click().run()
+    at.text_input(key="job_name").set_value("first")
+    at.multiselect(key="job_after").set_value([])
+    at.button(key="add_job").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert table(at, EN("col_after")).set_index(EN("col_job")).loc["later", EN("col_after")] == ""
 
 
 def test_a_refused_add_leaves_the_listed_jobs_after_and_start_day():
