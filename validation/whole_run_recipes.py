@@ -147,7 +147,8 @@ SMOLLM3 = (
     "nanotron: the torchtitan profile with FlashAttention-2; NoPE every 4th layer timed with RoPE; bf16 assumed; "
     "all 11.2T tokens inside the 24 days (the blog does not say whether mid-training is); TP 2 x DP 192, ZeRO "
     "stage 0, micro-batch 3, no recomputation, as its nanotron configs set them (smollm stage*_8T*.yaml); "
-    "nanotron's asynchronous TP linears timed as the profile's TP overlap"
+    "nanotron's asynchronous TP linears timed as the profile's TP overlap (none since session 52, DTensor's;"
+    " what nanotron's async linears hide is not modelled)"
 )
 DEEPSEEK = (
     "the MoE harness's row: PP16 EP64 ZeRO-1, FP8, DEEPSEEK_V3_SETTINGS, 15,360 x 4K sequences, MTP not timed; "
