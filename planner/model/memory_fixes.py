@@ -144,20 +144,23 @@ def _activation_hints(
     context-parallel degree runs and fits, as ``tp_world`` (``_split_hint``; trial s34: at a million
     tokens the fixes went from checkpointing to tp to pp, which the schedule then refused, never to
     cp; review s34: the 1/cp split alone named a cp that did not fit)."""
-    # context parallelism splits each sequence: its activations and its loss, 1/cp per rank
-    sequence = _in_need(terms.activations + terms.logits_loss, need_gib, terms)
+    # context parallelism splits each sequence: its activations and its loss, 1/cp per rank; on more
+    # GPUs the FSDP group grows with cp and shards the states too (review52 M6: llama3-8b at 128K on 1
+    # GPU was told no one change fits, where cp 16 on 16 GPUs did): the bound that prunes the degrees
+    # tried counts every term but misc, the memory model (``cp_world``) says which fits
+    splittable = _in_need(terms.total - terms.misc, need_gib, terms)
     full, partial = _recompute_hints(training, terms, usable_gib, full_ac_need)
 
     def cp_named(c: int) -> bool:  # a degree the search runs at this sequence (trial s47 L3: cp=16 at 4K)
         return c <= MAX_CP_FIX and cp_pays(training.seq_len, c)
 
-    if partial and sequence > excess:  # the sequence's terms could close the gap: split them too
+    if partial:  # checkpointing alone leaves some to find: with a wider cp too, where that fits
         both = _full_ac_cp_hint(layout, lambda c: full_ac_cp_world(c) if cp_named(c) else None)
         full, partial = ([both], []) if both is not None else (full, partial)
     hints = [*full]
     if training.micro_batch > 1:
         hints.append(FixHint(code=FixCode.MICRO_BATCH, figures={"micro_batch": training.micro_batch}))
-    cp = _smallest_degree(layout.cp, sequence, excess, lambda c: cp_world(c) if cp_named(c) else None)
+    cp = _smallest_degree(layout.cp, splittable, excess, lambda c: cp_world(c) if cp_named(c) else None)
     if cp is not None:
         hints.append(_degree_hint(layout, "cp", *cp, FixCode.CP, FixCode.CP_MORE_GPUS))
     return hints, partial

@@ -82,3 +82,22 @@ def test_fsdp_is_named_only_where_it_fits(model, num_gpus, tp, sharding):
     e = _est(model, num_gpus, Layout(tp=tp, sharding=sharding), 4096)
     sharded = _est(model, num_gpus, Layout(tp=tp, sharding=Sharding.FSDP), 4096)
     assert not e.feasible and ("(sharding fsdp)" in (e.fix or "")) == sharded.feasible, e.fix
+
+
+def test_a_wider_cp_on_more_gpus_is_named_where_the_states_shard_with_it():
+    """Review52 M6: llama3-8b at 128K on 1 GPU was told "no one change fits", where cp 16 on 16 GPUs
+    fits alone and cp 4 with full recomputation on 4: on more GPUs the FSDP group grows with cp and
+    shards the states too, which the bound that prunes the degrees left out."""
+    model = get_preset("llama3-8b").model_copy(update={"max_seq_len": 1 << 17})
+    training = TrainingConfig(seq_len=1 << 17, micro_batch=1)
+    e = estimate(model, "h100-sxm", Layout(sharding=Sharding.FSDP), training, num_gpus=1, catalog=CATALOG)
+    named = re.findall(
+        r"(checkpointing and )?split each sequence over cp=(\d+) ranks \(context parallelism, now 1\) on (\d+) GPUs",
+        e.fix or "",
+    )
+    assert not e.feasible and {bool(full) for full, _, _ in named} == {True, False}, e.fix
+    for full, cp, gpus in named:
+        ac = "full" if full else "none"
+        fits = training.model_copy(update={"activation_checkpointing": ac})
+        layout = Layout(cp=int(cp), sharding=Sharding.FSDP)
+        assert estimate(model, "h100-sxm", layout, fits, num_gpus=int(gpus), catalog=CATALOG).feasible
