@@ -801,6 +801,19 @@ _LABELS: dict[str, tuple[str, str]] = {
         KERNEL_WORDS[AttentionKernel.TRITON],
         "llm-foundry 的 Triton flash 注意力内核",
     ),  # trial s44 app L8
+    # ui/render_lines.py window_words, on the card (families52 left it to the CLI)
+    "card_windows": (
+        "{layers} of {total} layers attend within a sliding window of {window:,} tokens.",
+        "{total} 层中有 {layers} 层只在 {window:,} 个 token 的滑动窗口内做注意力。",
+    ),
+    "card_windows_sdpa": (
+        " SDPA computes their whole masked square: +{gflops:.2f} GFLOP per token, counted in HFU.",
+        "SDPA 会计算被遮蔽的完整方阵：每个 token 多 {gflops:.2f} GFLOP，计入 HFU。",
+    ),
+    "card_windows_band": (
+        " The banded kernel computes {gflops:.2f} GFLOP per token beyond the windows, counted in HFU.",
+        "带状内核在窗口之外每个 token 多算 {gflops:.2f} GFLOP，计入 HFU。",
+    ),
     "kernel_sdpa": (SDPA_CUDNN_NOTE, "（PyTorch 2.11 起 SDPA 选用 cuDNN；更早的 torch 请选 sdpa-fa2）"),
     "kernel_sdpa_skips": (
         SDPA_SKIPS_CUDNN_NOTE,

@@ -15,6 +15,7 @@ from planner.catalog.calibration import cpu_measured_gpus
 from planner.catalog.prices import PriceBasis, offers_span
 from planner.estimate_parts import GoodputEstimate
 from planner.fmt import energy, expected_events, number_band
+from planner.layout import Implementation
 from planner.model.attention_kernels import AttentionKernel
 from planner.model.rates import KERNEL_WORDS
 from planner.model.run_loss_inputs import RunLossInputs, by_job
@@ -191,6 +192,20 @@ def kernel_words(tr: Labels, plan: Plan) -> str:
     return kernel_name(tr, e.attention_kernel_timed) + cp + sdpa
 
 
+def window_text(tr: Labels, plan: Plan) -> str | None:
+    """The CLI's window words (ui/render_lines.py ``window_words``) on the card: how many layers are
+    windowed, and what their kernel computes beyond the window where it does; None without windows."""
+    m = plan.model
+    if not m.sliding_layers or m.sliding_window is None:
+        return None
+    text = tr("card_windows", layers=m.sliding_layers, total=m.num_layers, window=m.sliding_window)
+    gflops = plan.estimate.throughput.masked_window_flops_per_token / 1e9
+    if not gflops:
+        return text
+    extra = "card_windows_sdpa" if plan.training.impl == Implementation.HF else "card_windows_band"
+    return text + tr(extra, gflops=gflops)
+
+
 def price_text(tr: Labels, plan: Plan, bought: bool) -> str | None:
     """'Cost at $5.07/GPU-h: an estimate, not a median of listed on-demand offers.' (trial s26: no cost said its
     price or that some prices are estimates); None for an owned GPU's cost or an unpriced plan."""
@@ -295,7 +310,7 @@ def card_captions(
     # trial s28d: the CLI said the median, the card did not; trial s33: judged at p50, it repeated that line
     if (median := median_offset(e)) is not None and result.risk.value != "p50":
         lines.append(median_text(tr, median))
-    lines += [*filter(None, (price_text(tr, plan, bought), spot_wait_text(tr, e.goodput)))]
+    lines += [*filter(None, (price_text(tr, plan, bought), spot_wait_text(tr, e.goodput), window_text(tr, plan)))]
     lines += [
         *filter(None, (ceiling_text(tr, e), risk_text(tr, result))),
         tr(

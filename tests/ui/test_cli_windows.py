@@ -69,3 +69,19 @@ def test_an_older_plan_file_does_not_call_its_extra_work_nothing(capsys, tmp_pat
         del data["estimate"]["throughput"][f"{key}_flops_per_token"]
     (mfu,) = [note for note in plan_notes(Plan.model_validate(data)) if note.kind is NoteKind.MFU]
     assert mfu.text().endswith("model FLOPs + terms this plan file does not name")
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_card_says_the_windows_as_the_cli_does(capsys, tmp_path, lang):
+    """families52 left the windows to the CLI: the app's card says them too, in its language."""
+    from support.app import english_sentences
+
+    from ui.plan_card import window_text
+
+    _, plan = _estimate(capsys, tmp_path)
+    text = window_text(Labels(lang), plan) or ""
+    masked = plan.estimate.throughput.masked_window_flops_per_token / 1e9
+    assert "22" in text and "26" in text and "512" in text and f"{masked:.2f}" in text
+    assert lang == "en" or not english_sentences(text.replace("SDPA", "").replace("HFU", "").replace("GFLOP", ""))
+    llama = plan.model_copy(update={"model": plan.model.model_copy(update={"sliding_layers": 0})})
+    assert window_text(Labels(lang), llama) is None
