@@ -12,12 +12,37 @@ from enum import StrEnum
 
 from planner.estimate_parts import term_words
 from planner.fmt import duration_words
+from planner.layout import Implementation
 from planner.model.attention_kernels import AttentionKernel
 from planner.model.goodput import loss_shares
 from planner.model.rates import KERNEL_WORDS
 from planner.model.stacks import Stack
 from planner.plan import Plan
 from planner.units import SECONDS_PER_MINUTE
+
+
+@dataclass(frozen=True)
+class WindowedLayers:
+    """A plan's sliding-window layers (trial s52 M4: never said), one record for the CLI's attention
+    line and the app's card: how many of the layers, the window, and what their kernel computes beyond
+    it per token, counted in HFU (0: nothing), by transformers' SDPA (the whole masked square) or by
+    trainplan's banded kernel (its tiles)."""
+
+    layers: int
+    total: int
+    window_tokens: int
+    extra_gflop_per_token: float
+    by_sdpa: bool
+
+
+def windowed_layers(plan: Plan) -> WindowedLayers | None:
+    """The plan's ``WindowedLayers``; None where its model has no sliding-window layer."""
+    m = plan.model
+    if not m.sliding_layers or m.sliding_window is None:
+        return None
+    extra = plan.estimate.throughput.masked_window_flops_per_token / 1e9
+    by_sdpa = plan.training.impl == Implementation.HF
+    return WindowedLayers(m.sliding_layers, m.num_layers, m.sliding_window, extra, by_sdpa)
 
 
 class NoteKind(StrEnum):

@@ -14,8 +14,8 @@ from planner.api.notices import (
 from planner.catalog.calibration import cpu_measured_gpus
 from planner.catalog.prices import PriceBasis, offers_span
 from planner.estimate_parts import GoodputEstimate
+from planner.explain import windowed_layers
 from planner.fmt import energy, expected_events, number_band
-from planner.layout import Implementation
 from planner.model.attention_kernels import AttentionKernel
 from planner.model.rates import KERNEL_WORDS
 from planner.model.run_loss_inputs import RunLossInputs, by_job
@@ -195,15 +195,13 @@ def kernel_words(tr: Labels, plan: Plan) -> str:
 def window_text(tr: Labels, plan: Plan) -> str | None:
     """The CLI's window words (ui/render_lines.py ``window_words``) on the card: how many layers are
     windowed, and what their kernel computes beyond the window where it does; None without windows."""
-    m = plan.model
-    if not m.sliding_layers or m.sliding_window is None:
+    w = windowed_layers(plan)
+    if w is None:
         return None
-    text = tr("card_windows", layers=m.sliding_layers, total=m.num_layers, window=m.sliding_window)
-    gflops = plan.estimate.throughput.masked_window_flops_per_token / 1e9
-    if not gflops:
+    text = tr("card_windows", layers=w.layers, total=w.total, window=w.window_tokens)
+    if not w.extra_gflop_per_token:
         return text
-    extra = "card_windows_sdpa" if plan.training.impl == Implementation.HF else "card_windows_band"
-    return text + tr(extra, gflops=gflops)
+    return text + tr("card_windows_sdpa" if w.by_sdpa else "card_windows_band", gflops=w.extra_gflop_per_token)
 
 
 def price_text(tr: Labels, plan: Plan, bought: bool) -> str | None:

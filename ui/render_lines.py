@@ -11,8 +11,8 @@ from pathlib import Path
 from planner.catalog.hardware import load_catalog
 from planner.catalog.specs import NodeTemplate
 from planner.estimate_parts import GoodputEstimate
+from planner.explain import windowed_layers
 from planner.fmt import counted, duration_h, duration_words, expected_events, money, number_band
-from planner.layout import Implementation
 from planner.model.goodput import MIN_GOODPUT
 from planner.model.run_loss_inputs import RunLossInputs, by_job
 from planner.plan import Estimate, Plan
@@ -371,13 +371,13 @@ def window_words(p: Plan) -> str:
     """', 15 of 18 layers windowed (512 tokens)', once, where the model has sliding-window layers,
     and what their kernel computes beyond the window where it does: transformers' SDPA path the
     whole masked square, trainplan's band its tiles (trial s52: neither was said)."""
-    m = p.model
-    if not m.sliding_layers or m.sliding_window is None:
+    w = windowed_layers(p)
+    if w is None:
         return ""
-    words = f", {m.sliding_layers} of {m.num_layers} layers windowed ({m.sliding_window:,} tokens)"
-    extra = p.estimate.throughput.masked_window_flops_per_token / 1e9
+    words = f", {w.layers} of {w.total} layers windowed ({w.window_tokens:,} tokens)"
+    extra = w.extra_gflop_per_token
     if not extra:
         return words
-    if p.training.impl == Implementation.HF:
+    if w.by_sdpa:
         return f"{words}: SDPA computes their whole masked square (+{extra:.2f} GFLOP/token, in HFU)"
     return f"{words}: the banded kernel computes {extra:.2f} GFLOP/token beyond the windows (in HFU)"
