@@ -27,8 +27,9 @@ FUSED_CE_BYTES_PER_LOGIT = 4.0
 
 # Tensor parallelism as DTensor's plan runs it (trainplan's trainer/tensor_parallel.py, as
 # torchtitan's parallelize_llama.py ``apply_tp`` at 9dec370): each block's sequence-parallel input
-# is all-gathered for the column-parallel linears that read it at once, and the row-parallel
-# outputs are reduce-scattered into the norm that reads them next: forward and backward the
+# is all-gathered (PrepareModuleInput, Shard(1) -> Replicate) for the column-parallel linears that
+# read it at once (wq/wk/wv, w1/w3), and the row-parallel outputs (wo/w2) are reduce-scattered
+# (output_layouts=Shard(1)) into the norm that reads them next: forward and backward the
 # collective's consumer waits on it, nothing runs beside it. Async TP (torch.compile's
 # _micro_pipeline_tp) is not used by trainplan's trainer.
 DTENSOR_TP_COMM_OVERLAP = 0.0

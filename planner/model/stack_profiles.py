@@ -16,7 +16,6 @@ from planner.model.block_rows import Recompute
 from planner.model.candidates import AC_BLOCKS, AC_FULL
 from planner.model.settings import (
     DEFAULT_SETTINGS,
-    DTENSOR_TP_COMM_OVERLAP,
     FUSED_CE_BYTES_PER_LOGIT,
     ModelingSettings,
 )
@@ -276,19 +275,15 @@ DEEPSEEK_V3_SETTINGS = MEGATRON_CORE_SETTINGS.but(
 # and float8 are per-run choices there as here (TrainingConfig.compile / precision), not the stack.
 # torchtitan: the full logits' loss (compiled with the model under training.compile), windows in
 # FlexAttention, and its per-op selective checkpointing (planner/model/op_checkpoint.py).
-# Its tensor parallelism is DTensor's plan (torchtitan/parallelisms/parallelize_llama.py ``apply_tp``
-# at 9dec370): each block's sequence-parallel input is all-gathered (PrepareModuleInput, Shard(1) ->
-# Replicate) for the column-parallel wq/wk/wv and w1/w3 that read it at once, and the row-parallel
-# wo/w2 outputs are reduce-scattered (output_layouts=Shard(1)) into the norm that reads them next:
-# forward and backward the collective's consumer waits on it, nothing runs beside it
-# (``DTENSOR_TP_COMM_OVERLAP``). Async TP (experimental.enable_async_tensor_parallel, off by
-# default, compile only: inductor's _micro_pipeline_tp) pipelines them into the GEMMs; not modelled.
+# Its tensor parallelism is DTensor's plan, as trainplan's: the default's ``DTENSOR_TP_COMM_OVERLAP``
+# (settings.py, read in torchtitan's ``apply_tp`` at 9dec370). Async TP
+# (experimental.enable_async_tensor_parallel, off by default, compile only: inductor's
+# _micro_pipeline_tp) pipelines the collectives into the GEMMs; not modelled.
 TORCHTITAN_SETTINGS = DEFAULT_SETTINGS.but(
     loss_chunk_tokens=0,
     sliding_window_band=False,
     compile_fuses_loss=True,
     selective_per_op=True,
-    tp_comm_overlap=DTENSOR_TP_COMM_OVERLAP,
 )
 
 # Hugging Face Trainer / accelerate: transformers' modules (impl hf) under accelerate's FSDP (or
