@@ -37,10 +37,9 @@ from planner.model.flops import (
     model_flops_per_token,
 )
 from planner.model.goodput import Goodput, checkpoint_bytes, failure_rates, goodput
-from planner.model.host import host_fits, host_memory_gib, host_memory_words
+from planner.model.host import host_memory_gib, host_memory_words, row_fits
 from planner.model.memory import (
     MemoryBreakdown,
-    fits,
     loss_bytes_per_logit,
     memory,
     per_op_selective,
@@ -114,7 +113,7 @@ def score(
         hardware_flops_per_token=hflops,
         mfu=tokens_per_s * mflops / cluster_peak,
         hfu=tokens_per_s * hflops / cluster_peak,
-        fits=fits(mem.device_total, c.memory_bytes, settings.memory_headroom) & host_fits(model, c, settings),
+        fits=row_fits(model, c, mem.device_total, settings),
         capacity_bytes=c.memory_bytes,
         checkpoint_bytes=checkpoint_bytes(model, settings),
     )

@@ -15,7 +15,7 @@ import numpy as np
 
 from planner.fix_codes import FixCode
 from planner.model.candidates import SHARD_ZERO1, Candidates
-from planner.model.memory import offload_keeps_grads, state_bytes
+from planner.model.memory import fits, offload_keeps_grads, state_bytes
 from planner.model.saved_bytes import grad_element_bytes
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
@@ -33,6 +33,7 @@ __all__ = [
     "host_memory_words",
     "host_need_bytes",
     "ranks_per_node",
+    "row_fits",
 ]
 
 
@@ -73,6 +74,13 @@ def host_fits(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarra
     """The host fit rule: a node's offloaded states <= its host memory x the usable fraction
     (always true without offload)."""
     return host_need_bytes(model, c, s) <= host_capacity_bytes(c, s)
+
+
+def row_fits(model: ModelSpec, c: Candidates, device_total: np.ndarray, s: ModelingSettings) -> np.ndarray:
+    """A row's fit rule, as the estimate judges it: the device's reserved peak (``device_total``,
+    planner/model/memory.py) within its memory less the headroom, and the host's offloaded states
+    within the node's (``host_fits``)."""
+    return fits(device_total, c.memory_bytes, s.memory_headroom) & host_fits(model, c, s)
 
 
 def host_memory_bandwidth(c: Candidates, s: ModelingSettings) -> np.ndarray:

@@ -21,8 +21,8 @@ from planner.layout import (
 )
 from planner.model.candidates import SHARD_FSDP, Candidates, code
 from planner.model.configuration import checked_configuration, refused_by
-from planner.model.host import host_fits
-from planner.model.memory import fits, memory, offload_keeps_grads
+from planner.model.host import row_fits
+from planner.model.memory import memory, offload_keeps_grads
 from planner.model.optimizer_precision import OptimizerPrecision, refused_rows
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
@@ -372,10 +372,7 @@ class FitCheck:
         # the device and the host, as the estimate judges a row (trial s52: an offload named where the
         # host could not hold the states)
         return settings is None or bool(
-            (
-                fits(memory(self.model, c, settings).device_total, c.memory_bytes, settings.memory_headroom)
-                & host_fits(self.model, c, settings)
-            )[0]
+            row_fits(self.model, c, memory(self.model, c, settings).device_total, settings)[0]
         )
 
     def _candidates(self, layout: Layout, world: int, config: TrainingConfig) -> Candidates | None:
