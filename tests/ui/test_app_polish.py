@@ -11,7 +11,6 @@ import dataclasses
 import json
 
 import pytest
-from support import REPO
 from support.app import CATALOG, EN, ZH, open_tab, planned, request_for, run_app, table
 
 
@@ -318,18 +317,3 @@ def test_a_kept_answer_says_its_solve_time_is_the_first_runs():
     at.run()  # the same request again: served from the cache
     footers = [c.value for c in at.caption if " candidates, " in c.value]
     assert len(footers) == 1 and footers[0].endswith("when first asked (this answer was kept, not solved again)")
-
-
-# CONTRIBUTING.md: modules under ~500 lines. Over today: the two tables of both languages' words
-# (ui/cli.py's listings and ui/figures.py's axes moved out, session 45).
-LONG_MODULES_TODAY = frozenset({"i18n.py", "i18n_messages.py"})
-
-
-def test_the_app_modules_stay_under_500_lines():
-    # ui/sidebar.py had reached 503 lines; its stack and calibration section is ui/sidebar_stack.py
-    long = {
-        path.name: n
-        for path in sorted((REPO / "ui").glob("*.py"))
-        if (n := len(path.read_text().splitlines())) >= 500 and path.name not in LONG_MODULES_TODAY
-    }
-    assert not long, long
