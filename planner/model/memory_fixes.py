@@ -336,13 +336,6 @@ class FitCheck:
     trainer_rules: bool
     stack: Stack | None
 
-    def runs(self, degree: str, value: int, config: TrainingConfig, settings: ModelingSettings | None = None) -> bool:
-        """Whether the wider layout passes the estimate's rules and the stack's; with ``settings``,
-        also whether it fits the GPU's memory by the memory model itself."""
-        world = wider_world(self.num_gpus, self.resolved, degree, value)
-        wider = self.resolved.model_copy(update={degree: value, "dp_shard": -1, "dp_replicate": 1})
-        return self._runs(wider, world, config, settings)
-
     def fitting_world(
         self, degree: str, value: int, settings: ModelingSettings, config: TrainingConfig | None = None
     ) -> int | None:
@@ -473,8 +466,12 @@ class FitCheck:
 
     def with_offload(self, settings: ModelingSettings) -> bool:
         """The same layout with the optimizer states on the host runs and fits, GPU and host (review
-        s32: it was asked as 'does tp stay tp'; trial s52: named where neither fitted after it)."""
-        return self.runs("tp", self.resolved.tp, self.training.model_copy(update={"offload": True}), settings)
+        s32: it was asked as 'does tp stay tp'; trial s52: named where neither fitted after it), on the
+        layout as resolved: an HSDP group keeps its replicas (s53: judged on one FSDP group over every
+        GPU, it was named for mixtral-8x7b at dp_shard 2 x 8 replicas, where the host could not hold
+        a half of the states per GPU)."""
+        offloaded = self.training.model_copy(update={"offload": True})
+        return self._runs(self.resolved, self.num_gpus, offloaded, settings)
 
 
 def memory_words(need: float, usable: float, cap: float, gpu: str, headroom: float) -> str:

@@ -41,6 +41,16 @@ def test_offload_is_named_only_where_it_fits(model, num_gpus):
     assert not e.feasible and ("--offload" in (e.fix or "")) == offloaded.feasible, e.fix
 
 
+@pytest.mark.parametrize("model, num_gpus, shard, replicas", [("mixtral-8x7b", 16, 2, 8), ("mixtral-8x7b", 16, 8, 2)])
+def test_offload_is_judged_on_the_hsdp_layout_as_given(model, num_gpus, shard, replicas):
+    """s53: offload was judged on one FSDP group over every GPU, so at dp_shard 2 x 8 replicas it was
+    named where the host could not hold a half of the states per GPU."""
+    layout = Layout(dp_shard=shard, dp_replicate=replicas, sharding=Sharding.FSDP)
+    e = _est(model, num_gpus, layout, 4096)
+    offloaded = _est(model, num_gpus, layout, 4096, offload=True)
+    assert not e.feasible and ("--offload" in (e.fix or "")) == offloaded.feasible, e.fix
+
+
 def test_more_pipeline_stages_are_named_with_the_gpus_they_need():
     """Trial s52: at tp 8 on 8 GPUs "more pipeline stages (pp > 1)" was named, which needs more GPUs."""
     e = _est("llama3-70b", 8, Layout(tp=8, sharding=Sharding.FSDP), 4096)
