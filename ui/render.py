@@ -196,9 +196,10 @@ def plan_facts_json(p: Plan) -> dict:
         "network": p.network,
         "partition_activations": p.partition_activations,
         "moe_a2a_overlap": p.moe_a2a_overlap,
-        # Megatron-Core's --tp-comm-overlap: false where the plan turned it off (the other stacks: true,
-        # their own profile, none of which has it to turn off)
-        "tp_comm_overlap": p.tp_comm_overlap,
+        # Megatron-Core's --tp-comm-overlap: false where the plan turned it off; null for the other
+        # stacks, which have no such flag (review52 L3: "true" under trainplan read as TP traffic hidden,
+        # where its DTensor TP hides none: the breakdown's tp_comm is what each profile exposes)
+        "tp_comm_overlap": p.tp_comm_overlap if p.stack.overlaps_tp_comm else None,
         "optimizer_precision": p.optimizer_precision.model_dump(mode="json"),
         # the user's run-loss figures its goodput rests on (null: the named default)
         "run_losses": p.run_losses.model_dump(mode="json"),

@@ -35,6 +35,8 @@ def test_plan_searches_without_it_and_says_so_in_json(capsys):
     args = [*PLAN, "--stack", "megatron-core"]
     assert _json(capsys, *args, "--no-tp-comm-overlap")["tp_comm_overlap"] is False
     assert _json(capsys, *args)["tp_comm_overlap"] is True
+    # review52 L3: no such flag under trainplan's stack, whose DTensor TP hides none of its traffic
+    assert _json(capsys, *PLAN)["tp_comm_overlap"] is None
 
 
 def test_the_summary_and_explain_name_it_from_the_plan_file(capsys, tmp_path):
