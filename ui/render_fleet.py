@@ -314,12 +314,15 @@ def rent_only_late_words(late: Sequence[LateOnRentRows]) -> str:
 
 
 def slot_words(solution) -> str:
-    """That the fleet is the slotted model's (trial s36: its answer moved with num_slots, unsaid)."""
+    """That the fleet is the slotted model's (trial s36: its answer moved with num_slots, unsaid), and
+    that the schedule shown is the compacted one (review52 L2: with releases and ``after`` the starts
+    shown fell between the slots the words named; docs/ilp.md, the fleet's compaction)."""
     days = solution.horizon_days / solution.num_slots
     held = "owned GPUs" if solution.reserved is None else "owned or reserved GPUs"
     return (
-        f"approximate: jobs on {held} start at one of {solution.num_slots} slots of {days:,.1f} days"
-        " (num_slots in the jobs file); more slots may find a cheaper fleet, at more solve time"
+        f"approximate: the solver starts jobs on {held} at one of {solution.num_slots} slots of {days:,.1f} days"
+        " (num_slots in the jobs file), or at a release day or a predecessor's end; the schedule shown then starts"
+        " each as early as its GPUs, release and predecessors allow; more slots may find a cheaper fleet, at more solve time"
     )
 
 

@@ -212,7 +212,9 @@ def test_fleet_says_its_answer_is_the_slotted_approximation():
 
     code, out, _ = call("fleet", str(REPO / "examples" / "fleet.toml"))
     assert code == 0
-    assert "approximate: jobs on owned GPUs start at one of 12 slots of 30.4 days (num_slots" in " ".join(out.split())
+    assert "approximate: the solver starts jobs on owned GPUs at one of 12 slots of 30.4 days (num_slots" in " ".join(
+        out.split()
+    )
     code, out, _ = call("fleet", str(REPO / "examples" / "fleet.toml"), "--json")
     assert json.loads(out)["num_slots"] == 12
 
