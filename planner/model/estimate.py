@@ -29,6 +29,7 @@ from planner.model.attention_scores import cp_calls_flash_only
 from planner.model.candidates import Candidates
 from planner.model.configuration import checked_configuration, rule_values
 from planner.model.energy import energy_kwh, wall_power_w
+from planner.model.fit_check import FitCheck
 from planner.model.flops import (
     HardwareFlops,
     chunked_loss,
@@ -45,7 +46,6 @@ from planner.model.memory import (
     per_op_selective,
     usable_capacity,
 )
-from planner.model.memory_fixes import FitCheck
 from planner.model.rates import TimedKernel, timed_attention_kernels
 from planner.model.rowwise import RULE_COLUMNS, per_distinct_row
 from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings

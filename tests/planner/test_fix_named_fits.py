@@ -51,6 +51,17 @@ def test_offload_is_judged_on_the_hsdp_layout_as_given(model, num_gpus, shard, r
     assert not e.feasible and ("--offload" in (e.fix or "")) == offloaded.feasible, e.fix
 
 
+def test_no_device_only_fix_is_named_where_the_host_overflows_too():
+    """s53: offloaded at dp_shard 2 x 8 replicas, llama3-70b overflowed the GPU and the host; full
+    activation checkpointing was named first, and with it the host still could not hold the states."""
+    layout = Layout(dp_shard=2, dp_replicate=8, sharding=Sharding.FSDP)
+    e = _est("llama3-70b", 16, layout, 4096, offload=True)
+    assert not e.feasible and e.fix and "checkpointing" not in e.fix and "micro-batch" not in e.fix, e.fix
+    full_ac = TrainingConfig(seq_len=4096, micro_batch=1, offload=True, activation_checkpointing="full")
+    again = estimate(get_preset("llama3-70b"), "h100-sxm", layout, full_ac, num_gpus=16, catalog=CATALOG)
+    assert not again.feasible and "host memory" in (again.reason or "")
+
+
 def test_more_pipeline_stages_are_named_with_the_gpus_they_need():
     """Trial s52: at tp 8 on 8 GPUs "more pipeline stages (pp > 1)" was named, which needs more GPUs."""
     e = _est("llama3-70b", 8, Layout(tp=8, sharding=Sharding.FSDP), 4096)

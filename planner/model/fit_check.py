@@ -1,0 +1,217 @@
+"""Whether a memory fix would run: the same configuration with a wider degree, another FSDP group,
+narrower optimizer formats, compiled or offloaded, checked as an estimate is, device and host
+(``FitCheck``, which asks ``memory_fix_hint`` for the fixes and answers its questions), and the
+words of the need against the room (``memory_words``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from planner.catalog.hardware import Catalog, GPUSpec
+from planner.estimate_parts import MemoryTerms
+from planner.fix_codes import FixCode
+from planner.layout import ActivationCheckpointing, Layout, Sharding, TrainingConfig
+from planner.model.candidates import SHARD_FSDP, Candidates, code
+from planner.model.configuration import checked_configuration, refused_by
+from planner.model.host import host_fits, row_fits
+from planner.model.memory import memory, offload_keeps_grads
+from planner.model.memory_fixes import memory_fix_hint
+from planner.model.optimizer_precision import OptimizerPrecision, refused_rows
+from planner.model.settings import ModelingSettings
+from planner.model.spec import ModelSpec
+from planner.model.stacks import Stack
+from planner.plan import FixHint
+from planner.units import GIB
+
+# The narrower optimizer formats a memory fix may name, one change before two.
+OPTIMIZER_FIXES = (
+    (FixCode.BF16_GRADS, OptimizerPrecision(grad_reduce_bf16=True)),
+    (FixCode.PARAM_REMAINDERS, OptimizerPrecision(param_remainders=True)),
+    (FixCode.BF16_GRADS_AND_REMAINDERS, OptimizerPrecision(grad_reduce_bf16=True, param_remainders=True)),
+)
+
+
+def wider_world(num_gpus: int, layout: Layout, degree: str, value: int) -> int:
+    """The GPUs a layout needs with ``degree`` widened to ``value``: these, where the other degrees
+    times the new one divide them, else the same data parallelism on as many more."""
+    now = getattr(layout, degree)
+    return num_gpus if num_gpus % (layout.non_dp // now * value) == 0 else num_gpus // now * value
+
+
+def offload_frees_gib(terms: MemoryTerms, layout: Layout, s: ModelingSettings) -> float:
+    """The allocated GiB host offload moves off each GPU: the master weights and moments, and the
+    gradients unless the stack keeps unsharded ones there (``s.offload_unsharded_grads``)."""
+    grads_stay = bool(offload_keeps_grads(code(layout.sharding), s))
+    return terms.params + terms.optimizer + (0.0 if grads_stay else terms.grads)
+
+
+def _digits(need: float, usable: float) -> int:
+    """Decimals that tell the need from the room: never "needs 75.4, allows 75.4"."""
+    return 1 if round(need, 1) != round(usable, 1) else 3
+
+
+@dataclass(frozen=True)
+class FitCheck:
+    """Whether a memory fix's layout would run: the same configuration with a wider degree or with
+    host offload, checked as an estimate is (and against ``stack``'s refusals, when given), on the
+    GPUs the hint would name: these, or as many more as the degree outgrows them by."""
+
+    model: ModelSpec
+    gpu: GPUSpec
+    resolved: Layout
+    training: TrainingConfig
+    num_gpus: int
+    gpus_per_node: int
+    catalog: Catalog
+    trainer_rules: bool
+    stack: Stack | None
+
+    def fitting_world(
+        self, degree: str, value: int, settings: ModelingSettings, config: TrainingConfig | None = None
+    ) -> int | None:
+        """The GPUs on which the degree widened to ``value`` runs and fits: these (where the degrees
+        divide them), else as many more as keep the data-parallel degree (trial s52: on the same
+        GPUs the FSDP group shrinks as tp grows, so tp 2, 4 and 8 were each named and none fitted,
+        where tp 2 on twice the GPUs did); None where on neither."""
+        now = getattr(self.resolved, degree)
+        wider = self.resolved.model_copy(update={degree: value, "dp_shard": -1, "dp_replicate": 1})
+        worlds = dict.fromkeys((wider_world(self.num_gpus, self.resolved, degree, value), self.num_gpus // now * value))
+        training = config or self.training
+        return next((w for w in worlds if self._runs(wider, w, training, settings)), None)
+
+    def fits_with_group(self, dp_shard: int, dp_replicate: int, gpus: int, settings: ModelingSettings) -> bool:
+        """An FSDP group of ``dp_shard`` (``dp_replicate`` replicas) on ``gpus`` that runs and fits."""
+        grouped = self.resolved.model_copy(
+            update={"dp_shard": dp_shard, "dp_replicate": dp_replicate, "sharding": Sharding.FSDP}
+        )
+        return self._runs(grouped, gpus, self.training, settings)
+
+    def _runs(self, layout: Layout, world: int, config: TrainingConfig, settings: ModelingSettings | None) -> bool:
+        c = self._candidates(layout, world, config)
+        if c is None:
+            return False
+        if self.stack is not None and refused_by(self.stack, self.model, layout.resolve(world), config):
+            return False
+        # the device and the host, as the estimate judges a row (trial s52: an offload named where the
+        # host could not hold the states)
+        return settings is None or bool(
+            row_fits(self.model, c, memory(self.model, c, settings).device_total, settings)[0]
+        )
+
+    def _candidates(self, layout: Layout, world: int, config: TrainingConfig) -> Candidates | None:
+        """The configuration as the estimate checks it; None where its rules refuse it."""
+        try:
+            _, c = checked_configuration(
+                self.model, self.gpu, layout, config, world, self.gpus_per_node, self.catalog, self.trainer_rules
+            )
+        except ValueError:
+            return None
+        return c
+
+    def optimizer_fix(self, settings: ModelingSettings) -> FixCode | None:
+        """The first of ``OPTIMIZER_FIXES`` (one change before two) that ``self.stack`` offers, that
+        changes ``settings`` (one they hold already is no fix), and with which the same layout fits
+        (``OptimizerPrecision.applied``, the rule a run's flags use)."""
+        if self.stack is None:
+            return None
+        sharding, precision = code(self.resolved.sharding), code(self.training.precision)
+        for fix, chosen in OPTIMIZER_FIXES:
+            offered = chosen.kept_under(self.stack) == chosen and not refused_rows(chosen, sharding, precision)
+            narrower = chosen.applied(settings)
+            if offered and narrower != settings and self._runs(self.resolved, self.num_gpus, self.training, narrower):
+                return fix
+        return None
+
+    def compile_fits(self, settings: ModelingSettings) -> bool:
+        """Whether the same layout, not compiled, would fit compiled: where the stack has torch.compile
+        and compiles the loss with the model (``s.compile_fuses_loss``), the only memory compile
+        changes in the model (planner/model/memory.py ``loss_bytes_per_logit``)."""
+        if self.training.compile or not settings.compile_fuses_loss:
+            return False
+        if self.stack is not None and not self.stack.compiles:
+            return False
+        return self._runs(self.resolved, self.num_gpus, self.training.model_copy(update={"compile": True}), settings)
+
+    def pp_world(self, pp: int, settings: ModelingSettings) -> tuple[int, int] | None:
+        """The fewest of ``pp``, twice and four times as many stages (at most one layer each) that
+        run and fit, with at least as many micro-batches (the schedules' own rule, not the
+        stack's), and the GPUs they fit on (``fitting_world``); None where none does."""
+        for stages in (pp, 2 * pp, 4 * pp):
+            if stages > self.model.num_layers:
+                return None
+            accum = max(self.training.grad_accum, stages)
+            world = self.fitting_world("pp", stages, settings, self.training.model_copy(update={"grad_accum": accum}))
+            if world is not None:
+                return stages, world
+        return None
+
+    def device_memory(
+        self, need: float, usable: float, cap: float, terms: MemoryTerms, settings: ModelingSettings
+    ) -> tuple[str, tuple[FixHint, ...]]:
+        """The need against the room in words (GiB), and the fixes that would run."""
+        frees = offload_frees_gib(terms, self.resolved, settings) if self.with_offload(settings) else 0.0
+        fixes = memory_fix_hint(
+            need,
+            usable,
+            terms,
+            self.resolved,
+            self.training,
+            self.model,
+            gpus_per_node=self.gpus_per_node,
+            tp_world=lambda tp: self.fitting_world("tp", tp, settings),
+            pp_world=lambda pp: self.pp_world(pp, settings),
+            cp_world=lambda cp: self.fitting_world("cp", cp, settings),
+            fsdp_runs=self.stack is None or self.stack.max_sharding >= SHARD_FSDP,
+            offload_frees_gib=frees,
+            full_ac_need=lambda: self.need_with_full_ac(settings),
+            full_ac_cp_world=lambda cp: self.fitting_world("cp", cp, settings, self.full_ac_training()),
+            group_fits=lambda shard, replicate, gpus: self.fits_with_group(shard, replicate, gpus, settings),
+            optimizer_fix=self.optimizer_fix(settings),
+            compile_fits=self.compile_fits(settings),
+            host_holds=self.host_holds(settings),
+        )
+        if fixes[0] == FixHint(code=FixCode.BIGGER_GPU):  # the partial hints after it stay (review s39)
+            fixes = (*(self._past_every_gpu(need, settings) or fixes[:1]), *fixes[1:])
+        return memory_words(need, usable, cap, self.gpu.id, settings.memory_headroom), fixes
+
+    def _past_every_gpu(self, need: float, settings: ModelingSettings) -> tuple[FixHint, ...]:
+        """Where "a GPU with more memory" is none: the need past the largest catalog GPU's room
+        (trial s37: gpt-oss-20b's eager scores at 64K needed 3,652 GiB and were told to find one)."""
+        largest = max(self.catalog.gpus.values(), key=lambda g: g.memory_bytes)
+        room = largest.memory_bytes / GIB * (1 - settings.memory_headroom)
+        if need <= room:
+            return ()
+        return (FixHint(code=FixCode.NO_ONE_FIX, figures={"times": need / room, "largest": largest.id}),)
+
+    def host_holds(self, settings: ModelingSettings) -> bool:
+        """Whether the host holds the layout's offloaded states as it is (``host_fits``)."""
+        c = self._candidates(self.resolved, self.num_gpus, self.training)
+        return c is None or bool(host_fits(self.model, c, settings)[0])
+
+    def need_with_full_ac(self, settings: ModelingSettings) -> float | None:
+        """GiB per GPU (reserved + CUDA context) of the same layout with full recomputation; None
+        where that configuration does not pass the estimate's rules."""
+        c = self._candidates(self.resolved, self.num_gpus, self.full_ac_training())
+        return None if c is None else float(memory(self.model, c, settings).device_total[0]) / GIB
+
+    def full_ac_training(self) -> TrainingConfig:
+        """The same training with every layer's activations recomputed."""
+        return self.training.model_copy(
+            update={"activation_checkpointing": ActivationCheckpointing.FULL, "ac_blocks": 0}
+        )
+
+    def with_offload(self, settings: ModelingSettings) -> bool:
+        """The same layout with the optimizer states on the host runs and fits, GPU and host (trial
+        s52: named where neither fitted), HSDP replicas kept (s53: judged on one FSDP group over every
+        GPU, named for mixtral-8x7b at dp_shard 2 x 8 where the host held too little)."""
+        offloaded = self.training.model_copy(update={"offload": True})
+        return self._runs(self.resolved, self.num_gpus, offloaded, settings)
+
+
+def memory_words(need: float, usable: float, cap: float, gpu: str, headroom: float) -> str:
+    """'memory: needs 81.2 GiB per GPU (...), h100-sxm allows 75.4 GiB (79.3 GiB less 5% headroom)'."""
+    d = _digits(need, usable)
+    return (
+        f"memory: needs {need:.{d}f} GiB per GPU (reserved peak + CUDA context), {gpu} allows {usable:.{d}f} GiB"
+        f" ({cap:.1f} GiB less {headroom:.0%} headroom)"
+    )
