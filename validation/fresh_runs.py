@@ -7,7 +7,10 @@ Megatron-Core / FlagScale LLM cases (A800, H100, H800) and the flash-attention r
 training-speed table (A100); its six FlagPerf rows later informed --no-tp-comm-overlap. Set 2
 (session 52, trial heldout52, 14 rows): torchtitan's own published tables (A100 FSDP, H100 TP / PP /
 CP, B200, GB200 MoE) and AWS's torchtitan test case (H100); scored held out; its F19-F23 later
-informed torchtitan's DTensor TP overlap (session 52, trial titan52).
+informed torchtitan's DTensor TP overlap (session 52, trial titan52). Set 3 (session 53, trial
+heldout53, 19 rows): the Ultra-Scale Playbook's nanotron grid (H100, DP / TP / PP / ZeRO up to 512
+GPUs), the PyTorch float8 + FSDP2 blog (512 H100) and Hugging Face's Ulysses sequence-parallel
+benchmark (HF Trainer + DeepSpeed ZeRO-3, 8K-64K); scored held out, nothing changed after.
 
 Each row stores the ``trainplan estimate`` flags that describe its job (``estimate_args``), so the
 score is what a user typing that command reads: bench/validate_fresh.py runs each through the CLI
@@ -34,7 +37,7 @@ class FreshRow:
     """One published measurement and the estimate command that describes it."""
 
     row_id: str
-    fresh_set: int  # which collection the row came in (1: session 51, 2: session 52)
+    fresh_set: int  # which collection the row came in (1: session 51, 2: session 52, 3: session 53)
     source: str
     locator: str
     model: str
