@@ -82,8 +82,8 @@ class EstimateLayout(BaseModel):
 
 class ModelSummary(BaseModel):
     """What is trained (``model`` in the JSON of ``trainplan estimate``): parameters in total and
-    per token (MoE: routed experts only), DeepSeek's MTP modules apart, and whether trainplan's
-    native decoder builds the family (otherwise ``impl hf`` trains the transformers modules)."""
+    per token (MoE: routed experts only), DeepSeek's MTP modules apart, the sliding-window layers, and
+    whether trainplan's native decoder builds the family (otherwise ``impl hf`` trains the transformers modules)."""
 
     model_config = FROZEN
     name: str
@@ -92,6 +92,10 @@ class ModelSummary(BaseModel):
     active_params: int
     mtp_params: int = 0
     native: bool
+    # Sliding-window layers and their span, as ``models --json`` names them (None: no such layer;
+    # plan files before them: None)
+    windowed_layers: int | None = None
+    window_tokens: int | None = None
 
     @classmethod
     def of(cls, model: ModelSpec) -> ModelSummary:
@@ -103,6 +107,8 @@ class ModelSummary(BaseModel):
             active_params=model.num_active_params(),
             mtp_params=counts.mtp,
             native=not native_unsupported(model),
+            windowed_layers=model.sliding_layers or None,
+            window_tokens=model.sliding_window if model.sliding_layers else None,
         )
 
 

@@ -334,3 +334,15 @@ def test_a_type_ruled_out_by_the_batch_is_pointed_to_vary_batch() -> None:
 
     assert "--vary-batch" in (unplanned_gpus_line(result(Constraint.BATCH)) or "")
     assert "--vary-batch" not in (unplanned_gpus_line(result(Constraint.DEADLINE)) or "")
+
+
+def test_estimate_json_names_the_windowed_layers_as_models_does() -> None:
+    """Trial s52 left: estimate --json had no window count, which models --json gives."""
+    config = str(Path(__file__).resolve().parents[1] / "data" / "hf_configs" / "gemma3_text.json")
+    args = ["--gpu", "h100-sxm", "--num-gpus", "8", "--micro-batch", "1", "--seq-len", "4096", "--json"]
+    code, out, err = trainplan("estimate", "--model", config, *args)
+    assert code == 0, err
+    model = json.loads(out)["model"]
+    assert (model["windowed_layers"], model["window_tokens"]) == (22, 512)
+    code, out, err = trainplan("estimate", "--model", "llama3-8b", *args)
+    assert code == 0 and json.loads(out)["model"]["windowed_layers"] is None, err
