@@ -59,17 +59,16 @@ def memory_fix_hint(
     activation, partial = _activation_hints(
         need_gib, usable_gib, excess, terms, layout, training, cp_world, full_ac_need, full_ac_cp_world
     )
-    if not host_holds:  # the degrees, groups and formats above are judged device and host; these device only
-        activation = [h for h in activation if h.code not in DEVICE_ONLY_FIXES]
-        partial = []
     hints += activation
     hints += _split_hint(need_gib, excess, terms, layout, training, model, gpus_per_node, tp_world, pp_world)
+    if not host_holds:  # the degrees, groups and formats are judged device and host; these device only
+        hints, partial = [h for h in hints if h.code not in DEVICE_ONLY_FIXES], []
     fallback = FixCode.BIGGER_GPU if host_holds else FixCode.HOST_OFFLOAD
     return (*(hints or [FixHint(code=fallback)]), *partial)
 
 
 # Fixes that shrink only the device's activations: no fix where the host's offloaded states overflow.
-DEVICE_ONLY_FIXES = frozenset({FixCode.FULL_AC, FixCode.FULL_AC_PARTIAL, FixCode.MICRO_BATCH})
+DEVICE_ONLY_FIXES = frozenset({FixCode.FULL_AC, FixCode.FULL_AC_PARTIAL, FixCode.MICRO_BATCH, FixCode.ONE_F_ONE_B})
 
 
 def _in_need(gib: float, need_gib: float, terms: MemoryTerms) -> float:
