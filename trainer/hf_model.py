@@ -162,6 +162,29 @@ def _afmoe_fields(spec: ModelSpec) -> dict[str, Any]:
     )
 
 
+def _glm4_moe_fields(spec: ModelSpec) -> dict[str, Any]:
+    """GLM-4.5: leading dense blocks, routed and shared experts of one width, DeepSeek-V3's router
+    as the spec keeps it (GLM's releases: one group; 1.0 Air, 2.5 GLM-4.5), RoPE on part of each
+    head, q/k norms where the spec has them. No MTP module: transformers builds none."""
+    routing = spec.group_routing
+    return dict(
+        intermediate_size=spec.dense_ffn_hidden_size or spec.ffn_hidden_size,
+        moe_intermediate_size=spec.ffn_hidden_size,
+        n_routed_experts=spec.num_experts,
+        num_experts_per_tok=spec.experts_per_token,
+        n_shared_experts=spec.shared_experts,
+        first_k_dense_replace=spec.dense_layers,
+        n_group=routing.groups,
+        topk_group=routing.topk_groups,
+        routed_scaling_factor=routing.routed_scale,
+        norm_topk_prob=spec.moe_renormalize,
+        attention_bias=spec.qkv_bias,
+        partial_rotary_factor=spec.partial_rotary_factor,
+        use_qk_norm=spec.qk_norm == "head",
+        num_nextn_predict_layers=0,
+    )
+
+
 def _mistral_fields(spec: ModelSpec) -> dict[str, Any]:
     """Mistral's window on every block; Ministral's ``layer_types`` when only some have it."""
     if spec.sliding_layers == spec.num_layers:
@@ -192,6 +215,7 @@ _FAMILY_FIELDS: dict[str, tuple[str, Callable[[ModelSpec], dict[str, Any]]]] = {
     "qwen2_moe": ("qwen2_moe", _qwen2_moe_fields),
     "llama4": ("llama4_text", _llama4_fields),
     "afmoe": ("afmoe", _afmoe_fields),
+    "glm4_moe": ("glm4_moe", _glm4_moe_fields),
 }
 FAMILY_CONFIGS = tuple(_FAMILY_FIELDS)
 

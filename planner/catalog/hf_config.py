@@ -61,6 +61,7 @@ _READERS: dict[str, Callable[[HfConfig], dict]] = {
     "llama4_text": moe.llama4_text,
     "ministral3": dense.ministral3,
     "afmoe": moe.afmoe,
+    "glm4_moe": moe.glm4_moe,
 }
 SUPPORTED_MODEL_TYPES = tuple(_READERS)
 # The transformers class each reader's family builds (a config's ``architectures``), so a file
@@ -92,6 +93,7 @@ READ_ARCHITECTURES = {
     "Llama4ForCausalLM": "llama4_text",
     "Ministral3ForCausalLM": "ministral3",
     "AfmoeForCausalLM": "afmoe",
+    "Glm4MoeForCausalLM": "glm4_moe",
 }
 # Models that are not decoder-only transformers: state-space (Mamba) layers, alone or beside
 # attention, by their model_type or the keys their configs lay the layers out with.

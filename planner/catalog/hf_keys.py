@@ -108,7 +108,9 @@ def window_fields(cfg: HfConfig, family: str, layers: int) -> dict:
     ``use_sliding_window``; Gemma 2 and GPT-OSS (128) every other layer from the first, Gemma 3
     all but every ``sliding_window_pattern``-th (6), AFMoE (1024) all but every
     ``global_attn_every_n_layers``-th (4). A ``layer_types`` list, when present, is
-    what counts."""
+    what counts. ``UNWINDOWED_FAMILIES`` have none, whatever the file says."""
+    if family in UNWINDOWED_FAMILIES:
+        return {}
     default = {"mistral": 4096, "ministral": 4096, "gemma2": 4096, "gemma3": 4096, "gpt_oss": 128, "afmoe": 1024}.get(
         family
     )
@@ -136,6 +138,11 @@ def window_fields(cfg: HfConfig, family: str, layers: int) -> dict:
     else:
         count = layers
     return dict(sliding_window=window, sliding_layers=count) if count else {}
+
+
+# Families whose transformers attention takes no window: a ``sliding_window`` key in their file
+# (copied over from another family's config) changes nothing, so it must not shorten the FLOPs.
+UNWINDOWED_FAMILIES = frozenset({"glm4_moe"})
 
 
 def positive_number(cfg: HfConfig, key: str, default: float) -> float:

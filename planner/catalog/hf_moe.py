@@ -1,5 +1,5 @@
 """The readers of the mixture-of-experts families' ``config.json``: Qwen3-MoE, DeepSeek-V3,
-GPT-OSS, Qwen2-MoE, Llama 4, AFMoE (Mixtral: :mod:`planner.catalog.hf_dense`). Each returns ModelSpec
+GPT-OSS, Qwen2-MoE, Llama 4, AFMoE, GLM-4.5 (Mixtral: :mod:`planner.catalog.hf_dense`). Each returns ModelSpec
 fields; :mod:`planner.catalog.hf_config` dispatches on ``model_type``.
 """
 
@@ -13,6 +13,7 @@ from planner.catalog.hf_keys import (
     MAX_POSITIONS,
     HfConfig,
     decoder_fields,
+    fraction,
     layer_indices,
     layer_kinds,
     positive_number,
@@ -239,4 +240,34 @@ def afmoe(cfg: HfConfig) -> dict:
         qk_norm="head",
         norm_placement="sandwich",
         attention_output_gate=True,
+    )
+
+
+def glm4_moe(cfg: HfConfig) -> dict:
+    """GLM-4.5 / 4.6 (``glm4_moe``): GQA with q/k/v biases (``attention_bias``; o_proj has none),
+    RoPE on ``partial_rotary_factor`` (0.5) of each head, per-head q/k RMSNorm with
+    ``use_qk_norm``; ``first_k_dense_replace`` (1) dense blocks of ``intermediate_size``, then
+    ``n_routed_experts`` (128) experts of ``moe_intermediate_size`` (top ``num_experts_per_tok``,
+    8) and ``n_shared_experts`` (1) as wide; DeepSeek-V3's sigmoid router with a correction bias
+    (a buffer: no parameter), whose ``n_group`` / ``topk_group`` / ``routed_scaling_factor``
+    default to 1 / 1 / 1.0 here (Glm4MoeConfig), so they are always kept; ``num_nextn_predict_layers``
+    (1) MTP modules, counted apart as DeepSeek's (transformers 5.25 builds none)."""
+    fields = decoder_fields(cfg, "glm4_moe", 8, None, max_seq_len=131072, norm_eps=1e-5)
+    experts = cfg.size("n_routed_experts", limit=MAX_EXPERTS, default=128)
+    experts_per_token = cfg.size("num_experts_per_tok", limit=MAX_EXPERTS, default=8)
+    return fields | dict(
+        out_bias=False,
+        partial_rotary_factor=fraction(cfg, "partial_rotary_factor", 0.5),
+        qk_norm="head" if cfg.flag("use_qk_norm", False) else "none",
+        dense_ffn_hidden_size=fields["ffn_hidden_size"],
+        ffn_hidden_size=cfg.size("moe_intermediate_size", limit=MAX_FFN, default=1408),
+        num_experts=experts,
+        experts_per_token=experts_per_token,
+        shared_experts=cfg.size("n_shared_experts", limit=MAX_EXPERTS, default=1),
+        dense_layers=min(fields["num_layers"], _layer_count(cfg, "first_k_dense_replace", 1)),
+        mtp_layers=_layer_count(cfg, "num_nextn_predict_layers", 1),
+        moe_renormalize=cfg.flag("norm_topk_prob", True),
+        expert_groups=cfg.size("n_group", limit=MAX_EXPERTS, default=1),
+        topk_expert_groups=cfg.size("topk_group", limit=MAX_EXPERTS, default=1),
+        routed_scale=positive_number(cfg, "routed_scaling_factor", 1.0),
     )

@@ -323,6 +323,10 @@ def test_mistral_v01_window_costs_less_attention_beyond_4096_tokens():
         ("ministral-8b", 8e9, None),
         ("llama4-maverick", 400e9, None),
         ("trinity-large", 398e9, None),
+        # GLM-4.5 report (arXiv 2508.06471) and cards: 106B total / 12B active (Air), 355B / 32B
+        # (GLM-4.5 and 4.6: one architecture). Ours 106.85 B (+0.8 %) and 352.80 B (-0.6 %).
+        ("glm4.5-air", 106e9, None),
+        ("glm4.6", 355e9, None),
     ],
 )
 def test_new_family_presets_match_their_cards(preset, total, non_embedding):
@@ -348,6 +352,12 @@ def test_new_family_active_parameters_match_their_cards():
         assert 17e9 <= get_preset(preset).num_active_params() < 18e9
     # "13B active" (Trinity Large report, abstract): 13.37 B with the attention gate, 12.2 B without
     assert 13e9 <= get_preset("trinity-large").num_active_params() < 14e9
+    # GLM's "12B" / "32B activated" leave out the embedding and the head: ours 12.18 B (+1.5 %)
+    # and 32.08 B (+0.3 %); with both, 13.42 B and 33.63 B.
+    for preset, card in (("glm4.5-air", 12e9), ("glm4.6", 32e9)):
+        spec = get_preset(preset)
+        counts = spec.param_counts()
+        assert spec.num_active_params() - counts.embedding - counts.lm_head == pytest.approx(card, rel=0.02)
     for dense in ("nemotron4-340b", "ministral-8b", "mistral-small-3.1-24b"):
         assert get_preset(dense).num_active_params() == get_preset(dense).num_params()
 
@@ -357,7 +367,8 @@ def test_new_family_active_parameters_match_their_cards():
 # (huggingface.co/openai/gpt-oss-20b config.json), Qwen2-57B-A14B (config.json, verbatim in
 # github.com/NVIDIA/TensorRT-LLM tests/unittest/_torch/modeling/, QWEN2_57B_A14B_CONFIG),
 # Llama 4 Maverick (text_config, verbatim but for its layer count in the same tests,
-# LLAMA_4_MAVERICK_TWO_LAYER_CONFIG), Trinity Large (presets/trinity-large.json's source).
+# LLAMA_4_MAVERICK_TWO_LAYER_CONFIG), Trinity Large (presets/trinity-large.json's source), GLM-4.6
+# (presets/glm4.6.json's source: the Air file's keys with the 355B model's values).
 _SIZES = {
     "nemotron4-340b": (
         "nemotron",
@@ -399,6 +410,20 @@ _SIZES = {
             layer_types=["full_attention" if (i + 1) % 4 == 0 else "sliding_attention" for i in range(60)],
         ),
     ),
+    "glm4.6": (
+        "glm4_moe",
+        dict(
+            hidden_size=5120,
+            intermediate_size=12288,
+            moe_intermediate_size=1536,
+            n_routed_experts=160,
+            routed_scaling_factor=2.5,
+            first_k_dense_replace=3,
+            num_hidden_layers=92,
+            use_qk_norm=True,
+            max_position_embeddings=202752,
+        ),
+    ),
     "llama4-maverick": (
         "llama4",
         dict(num_local_experts=128, interleave_moe_layer_step=2, max_position_embeddings=1048576, use_qk_norm=False),
@@ -415,6 +440,7 @@ _SIZES = {
         ("mistral-small-3.1-24b", "mistral3"),
         ("ministral-8b", "ministral"),
         ("llama4-scout", "llama4"),
+        ("glm4.5-air", "glm4_moe"),
         *((preset, model_type) for preset, (model_type, _) in _SIZES.items()),
     ],
 )

@@ -418,8 +418,10 @@ def test_remote_code_keys_are_ignored_and_never_run(tmp_path):
 
 # ------------------------------------------- Nemotron, GPT-OSS, Qwen2-MoE, Mistral 3, Llama 4
 
-_CONFIG_PRESET_FAMILIES = ("nemotron", "gpt_oss", "qwen2_moe", "llama4", "afmoe")
-_NEW_TYPES = ("nemotron", "gpt_oss", "qwen2_moe", "ministral", "mistral3", "llama4", "llama4_text", "ministral3")
+_CONFIG_PRESET_FAMILIES = ("nemotron", "gpt_oss", "qwen2_moe", "llama4", "afmoe", "glm4_moe")
+_NEW_TYPES = (
+    "nemotron", "gpt_oss", "qwen2_moe", "ministral", "mistral3", "llama4", "llama4_text", "ministral3", "glm4_moe",
+)  # fmt: skip
 
 
 def _language_model_config(data: dict):
@@ -496,6 +498,13 @@ _NEW_VARIANTS = [
     ("llama4", dict(layers=4, interleave_moe_layer_step=2, num_local_experts=4)),
     ("llama4", dict(layers=6, moe_layers=[0, 5], intermediate_size_mlp=4096, attention_chunk_size=None)),
     ("llama4", dict(layers=4, num_experts_per_tok=2, use_qk_norm=False, head_dim=64)),
+    # GLM-4.5's q/k norms and three dense blocks; no q/k/v biases, two shared experts, no dense block
+    ("glm4_moe", dict(layers=4, use_qk_norm=True, first_k_dense_replace=3, n_routed_experts=16)),
+    ("glm4_moe", dict(layers=3, attention_bias=False, n_shared_experts=2, first_k_dense_replace=0)),
+    (
+        "glm4_moe",
+        dict(layers=2, head_dim=None, num_attention_heads=32, num_key_value_heads=32, tie_word_embeddings=True),
+    ),
 ]
 
 

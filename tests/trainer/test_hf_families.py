@@ -119,6 +119,20 @@ TINY: dict[str, dict] = {
         sliding_window=8,
         layer_types=["sliding_attention", "full_attention"],
     ),
+    # GLM-4.5: biased q/k/v, half rotary, q/k norms, one dense block, a shared expert, scale 2.5
+    "glm4_moe": dict(
+        head_dim=16,
+        attention_bias=True,
+        partial_rotary_factor=0.5,
+        use_qk_norm=True,
+        moe_intermediate_size=32,
+        n_routed_experts=4,
+        num_experts_per_tok=2,
+        n_shared_experts=1,
+        first_k_dense_replace=1,
+        routed_scaling_factor=2.5,
+        num_nextn_predict_layers=0,
+    ),
 }
 # transformers has no SDPA path for these (``_supports_sdpa = False``): build_hf_model refuses
 # them while the planner sizes their impl 'hf' runs with SDPA (ModelSpec.hf_attention_implementation
@@ -256,7 +270,7 @@ def test_gpt_oss_preset_counts_on_meta():
     assert count(model) == spec.num_params()
 
 
-@pytest.mark.parametrize("model_type", ["nemotron", "qwen2_moe", "llama4", "gpt_oss", "afmoe"])
+@pytest.mark.parametrize("model_type", ["nemotron", "qwen2_moe", "llama4", "gpt_oss", "afmoe", "glm4_moe"])
 def test_hf_impl_trains_the_new_families(tmp_path, in_process, model_type):
     """Two steps of ``trainplan run`` (FSDP2 on one CPU process): init rule, sharding, loss."""
     spec, _ = tiny_spec(tmp_path, model_type)
@@ -264,3 +278,13 @@ def test_hf_impl_trains_the_new_families(tmp_path, in_process, model_type):
     assert main([str(job), "--device", "cpu"]) == ExitCode.OK
     losses = losses_by_step(job)
     assert len(losses) == 2 and all(math.isfinite(v) for v in losses.values())
+
+
+def test_glm4_moes_router_and_attention_reach_the_config_the_trainer_builds(tmp_path):
+    """GLM's router defaults differ from DeepSeek-V3's (1 group, scale 1.0): the spec keeps the
+    file's, and the config built from the spec alone routes, rotates and normalises as the file."""
+    spec, path = tiny_spec(tmp_path, "glm4_moe")
+    for config in (config_from_spec(spec, SEQ), load_hf_config(spec, str(path), SEQ)):
+        assert (config.n_group, config.topk_group, config.routed_scaling_factor) == (1, 1, 2.5)
+        assert config.norm_topk_prob and config.use_qk_norm and config.attention_bias
+        assert config.rope_parameters["partial_rotary_factor"] == 0.5 and config.first_k_dense_replace == 1
