@@ -185,6 +185,36 @@ def _glm4_moe_fields(spec: ModelSpec) -> dict[str, Any]:
     )
 
 
+def _olmoe_fields(spec: ModelSpec) -> dict[str, Any]:
+    """OLMoE: every block routed experts of ``intermediate_size``, the softmax router as the spec
+    keeps it; its whole-projection q/k norms are the family's own modules."""
+    return dict(
+        num_experts=spec.num_experts,
+        num_experts_per_tok=spec.experts_per_token,
+        norm_topk_prob=spec.moe_renormalize,
+        attention_bias=spec.qkv_bias,
+    )
+
+
+def _granite_fields(spec: ModelSpec) -> dict[str, Any]:
+    """Granite (dense and MoE): Llama's biases, the experts of ``granitemoe``, and the muP
+    multipliers the spec keeps (transformers' 1.0 where it keeps none)."""
+    fields: dict[str, Any] = dict(attention_bias=spec.qkv_bias)
+    if spec.family == "granite":
+        fields["mlp_bias"] = spec.mlp_bias
+    else:
+        fields |= dict(num_local_experts=spec.num_experts, num_experts_per_tok=spec.experts_per_token)
+    m = spec.multipliers
+    if m is not None:
+        fields |= dict(
+            embedding_multiplier=m.embedding,
+            residual_multiplier=m.residual,
+            attention_multiplier=m.attention,
+            logits_scaling=m.logits_scaling,
+        )
+    return fields
+
+
 def _mistral_fields(spec: ModelSpec) -> dict[str, Any]:
     """Mistral's window on every block; Ministral's ``layer_types`` when only some have it."""
     if spec.sliding_layers == spec.num_layers:
@@ -216,6 +246,9 @@ _FAMILY_FIELDS: dict[str, tuple[str, Callable[[ModelSpec], dict[str, Any]]]] = {
     "llama4": ("llama4_text", _llama4_fields),
     "afmoe": ("afmoe", _afmoe_fields),
     "glm4_moe": ("glm4_moe", _glm4_moe_fields),
+    "olmoe": ("olmoe", _olmoe_fields),
+    "granite": ("granite", _granite_fields),
+    "granitemoe": ("granitemoe", _granite_fields),
 }
 FAMILY_CONFIGS = tuple(_FAMILY_FIELDS)
 

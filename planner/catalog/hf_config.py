@@ -62,6 +62,9 @@ _READERS: dict[str, Callable[[HfConfig], dict]] = {
     "ministral3": dense.ministral3,
     "afmoe": moe.afmoe,
     "glm4_moe": moe.glm4_moe,
+    "olmoe": moe.olmoe,
+    "granite": dense.granite,
+    "granitemoe": moe.granitemoe,
 }
 SUPPORTED_MODEL_TYPES = tuple(_READERS)
 # The transformers class each reader's family builds (a config's ``architectures``), so a file
@@ -94,6 +97,9 @@ READ_ARCHITECTURES = {
     "Ministral3ForCausalLM": "ministral3",
     "AfmoeForCausalLM": "afmoe",
     "Glm4MoeForCausalLM": "glm4_moe",
+    "OlmoeForCausalLM": "olmoe",
+    "GraniteForCausalLM": "granite",
+    "GraniteMoeForCausalLM": "granitemoe",
 }
 # Models that are not decoder-only transformers: state-space (Mamba) layers, alone or beside
 # attention, by their model_type or the keys their configs lay the layers out with.

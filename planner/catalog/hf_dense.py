@@ -1,6 +1,6 @@
 """The readers of the dense decoders' ``config.json`` (and Mixtral's, Llama's block with
 experts): the GPT-2 family, Llama and its relatives, Gemma, Phi-3, OLMo 2, Nemotron, Ministral,
-Mistral 3. Each returns ModelSpec fields; :mod:`planner.catalog.hf_config` dispatches on
+Mistral 3, Granite. Each returns ModelSpec fields; :mod:`planner.catalog.hf_config` dispatches on
 ``model_type``.
 """
 
@@ -16,6 +16,7 @@ from planner.catalog.hf_keys import (
     common_fields,
     decoder_fields,
     fraction,
+    granite_multipliers,
     positive_number,
     read_rope_theta,
     text_config,
@@ -274,3 +275,12 @@ def mistral3(cfg: HfConfig) -> dict:
     tied = cfg.flag("tie_word_embeddings", text.flag("tie_word_embeddings", False))
     fields = ministral3(text) if kind == "ministral3" else llama_like(text, "mistral")
     return fields | dict(family="mistral", tied_embeddings=tied)
+
+
+def granite(cfg: HfConfig) -> dict:
+    """IBM Granite 3.x dense (``GraniteForCausalLM``): Llama's block (GQA, SwiGLU, RMSNorm, RoPE;
+    biases on q/k/v/o with ``attention_bias``, on the MLP with ``mlp_bias``; tied embeddings
+    where ``tie_word_embeddings``, as the 3.x releases set) plus muP's multipliers, which change no
+    weight and no FLOP (``granite_multipliers``)."""
+    fields = decoder_fields(cfg, "granite", None, None, max_seq_len=2048, norm_eps=1e-6)
+    return fields | dict(mlp_bias=cfg.flag("mlp_bias", False)) | granite_multipliers(cfg)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from planner.errors import RuleCode, RuleViolation
-from planner.model.shape import yarn_attention_factor
+from planner.model.shape import GraniteMultipliers, yarn_attention_factor
 
 # Upper bounds far beyond any real model; larger values are typos or corrupt files.
 MAX_HIDDEN = 1_000_000
@@ -142,7 +142,7 @@ def window_fields(cfg: HfConfig, family: str, layers: int) -> dict:
 
 # Families whose transformers attention takes no window: a ``sliding_window`` key in their file
 # (copied over from another family's config) changes nothing, so it must not shorten the FLOPs.
-UNWINDOWED_FAMILIES = frozenset({"glm4_moe"})
+UNWINDOWED_FAMILIES = frozenset({"glm4_moe", "olmoe", "granite", "granitemoe"})
 
 
 def positive_number(cfg: HfConfig, key: str, default: float) -> float:
@@ -208,6 +208,25 @@ def decoder_fields(
     if head_dim * heads != hidden:  # keep specs canonical: None = hidden / heads
         fields["head_dim"] = head_dim
     return fields | window_fields(cfg, family, fields["num_layers"])
+
+
+# Granite's multiplier keys (GraniteConfig / GraniteMoeConfig, each 1.0 when absent) and the fields
+# of GraniteMultipliers they set.
+_GRANITE_MULTIPLIERS = (
+    ("embedding_multiplier", "embedding"),
+    ("residual_multiplier", "residual"),
+    ("attention_multiplier", "attention"),
+    ("logits_scaling", "logits_scaling"),
+)
+
+
+def granite_multipliers(cfg: HfConfig) -> dict:
+    """``multipliers`` where the config sets any of Granite's scalings; {} where all are 1, so a
+    spec is canonical (as ``head_dim`` is)."""
+    values = {field: positive_number(cfg, key, 1.0) for key, field in _GRANITE_MULTIPLIERS}
+    if all(value == 1.0 for value in values.values()):
+        return {}
+    return dict(multipliers=GraniteMultipliers(**values))
 
 
 def text_config(cfg: HfConfig, defaults: dict[str, Any]) -> HfConfig:

@@ -1,5 +1,5 @@
 """The readers of the mixture-of-experts families' ``config.json``: Qwen3-MoE, DeepSeek-V3,
-GPT-OSS, Qwen2-MoE, Llama 4, AFMoE, GLM-4.5 (Mixtral: :mod:`planner.catalog.hf_dense`). Each returns ModelSpec
+GPT-OSS, Qwen2-MoE, Llama 4, AFMoE, GLM-4.5, OLMoE, Granite MoE (Mixtral: :mod:`planner.catalog.hf_dense`). Each returns ModelSpec
 fields; :mod:`planner.catalog.hf_config` dispatches on ``model_type``.
 """
 
@@ -14,6 +14,7 @@ from planner.catalog.hf_keys import (
     HfConfig,
     decoder_fields,
     fraction,
+    granite_multipliers,
     layer_indices,
     layer_kinds,
     positive_number,
@@ -270,4 +271,40 @@ def glm4_moe(cfg: HfConfig) -> dict:
         expert_groups=cfg.size("n_group", limit=MAX_EXPERTS, default=1),
         topk_expert_groups=cfg.size("topk_group", limit=MAX_EXPERTS, default=1),
         routed_scale=positive_number(cfg, "routed_scaling_factor", 1.0),
+    )
+
+
+def olmoe(cfg: HfConfig) -> dict:
+    """OLMoE (OLMoE-1B-7B): pre-norm blocks with RMSNorm over the whole q and k projections (as
+    OLMo 2: ``qk_norm`` full), biases on q/k/v/o with ``attention_bias``, every block ``num_experts``
+    (64) SwiGLU experts of ``intermediate_size``, top ``num_experts_per_tok`` (8) by softmax, not
+    renormalised unless ``norm_topk_prob``; no shared expert, no dense block. ``clip_qkv`` clamps
+    q, k and v (no weights, elementwise). Its q/k norms are ``hidden_size`` wide whatever
+    ``head_dim`` says (transformers' OlmoeAttention), so a ``head_dim`` other than hidden / heads,
+    which that model cannot run, is refused."""
+    fields = decoder_fields(cfg, "olmoe", None, None, max_seq_len=4096, norm_eps=1e-5)
+    if "head_dim" in fields:
+        detail = f"olmoe's q/k norms are hidden_size wide: head_dim {fields['head_dim']} must be hidden / heads"
+        raise cfg.error(RuleCode.HF_DIMENSIONS, detail=detail)
+    return fields | dict(
+        qk_norm="full",
+        num_experts=cfg.size("num_experts", limit=MAX_EXPERTS, default=64),
+        experts_per_token=cfg.size("num_experts_per_tok", limit=MAX_EXPERTS, default=8),
+        moe_renormalize=cfg.flag("norm_topk_prob", False),
+    )
+
+
+def granitemoe(cfg: HfConfig) -> dict:
+    """IBM Granite 3.x MoE (``GraniteMoeForCausalLM``; 1B-A400M, 3B-A800M): Granite's attention
+    and multipliers, every block ``num_local_experts`` (8) SwiGLU experts of ``intermediate_size``
+    without biases, top ``num_experts_per_tok`` (2) by a softmax over the chosen logits
+    (renormalised); no shared expert (``granitemoeshared`` is another model_type, not read)."""
+    fields = decoder_fields(cfg, "granitemoe", None, None, max_seq_len=2048, norm_eps=1e-6)
+    return (
+        fields
+        | granite_multipliers(cfg)
+        | dict(
+            num_experts=cfg.size("num_local_experts", limit=MAX_EXPERTS, default=8),
+            experts_per_token=cfg.size("num_experts_per_tok", limit=MAX_EXPERTS, default=2),
+        )
     )

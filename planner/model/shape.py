@@ -53,6 +53,22 @@ class LatentAttention(BaseModel):
     v_head_dim: int = Field(ge=1)
 
 
+class GraniteMultipliers(BaseModel):
+    """IBM Granite's muP scalings (transformers' GraniteConfig): the embeddings times
+    ``embedding``, each sub-layer's output times ``residual`` before its residual add, attention
+    scores times ``attention`` (in place of 1/sqrt(head_dim)), the logits divided by
+    ``logits_scaling``. Scalars on tensors the block already computes: no weights, no FLOPs the
+    planner counts; the trainer's Hugging Face config takes them, so a preset trains the released
+    model's dynamics."""
+
+    model_config = FROZEN
+
+    embedding: float = Field(gt=0)
+    residual: float = Field(gt=0)
+    attention: float = Field(gt=0)
+    logits_scaling: float = Field(gt=0)
+
+
 class GroupRouting(BaseModel):
     """DeepSeek-V3's group-limited routing (``DeepseekV3TopkRouter``): the experts split into
     ``groups`` equal groups, a group scored by its two best affinities, the top k chosen within
@@ -146,6 +162,9 @@ class ModelShape(BaseModel):
     # row-parallel partial sums are reduced once (planner/model/block_rows.py ``tp_reductions``).
     parallel_block: bool = False
     mla: LatentAttention | None = None
+    # Granite's multipliers where a config sets any (None: all 1, transformers' defaults). The
+    # trainer's; no planner effect.
+    multipliers: GraniteMultipliers | None = None
     # RoPE base and norm epsilon for the native trainer (None: its defaults, 10000 and 1e-5);
     # read from the config by the newer families' readers. No effect on the planner's figures.
     rope_theta: float | None = Field(None, gt=0)

@@ -327,6 +327,10 @@ def test_mistral_v01_window_costs_less_attention_beyond_4096_tokens():
         # (GLM-4.5 and 4.6: one architecture). Ours 106.85 B (+0.8 %) and 352.80 B (-0.6 %).
         ("glm4.5-air", 106e9, None),
         ("glm4.6", 355e9, None),
+        # OLMoE paper (arXiv 2409.02060) Table 1: 6.9B total, 1.3B active; ours 6.919 B (+0.3 %)
+        ("olmoe-1b-7b", 6.9e9, None),
+        # Granite-3.3-8B: the Hub's 8.17B (safetensors); card "8B". Ours 8.171 B, tied head
+        ("granite-3.3-8b", 8.17e9, None),
     ],
 )
 def test_new_family_presets_match_their_cards(preset, total, non_embedding):
@@ -358,7 +362,9 @@ def test_new_family_active_parameters_match_their_cards():
         spec = get_preset(preset)
         counts = spec.param_counts()
         assert spec.num_active_params() - counts.embedding - counts.lm_head == pytest.approx(card, rel=0.02)
-    for dense in ("nemotron4-340b", "ministral-8b", "mistral-small-3.1-24b"):
+    # OLMoE's "1.3B active" with the embedding: ours 1.282 B (-1.4 %)
+    assert get_preset("olmoe-1b-7b").num_active_params() == pytest.approx(1.3e9, rel=0.02)
+    for dense in ("nemotron4-340b", "ministral-8b", "mistral-small-3.1-24b", "granite-3.3-8b"):
         assert get_preset(dense).num_active_params() == get_preset(dense).num_params()
 
 
@@ -441,6 +447,8 @@ _SIZES = {
         ("ministral-8b", "ministral"),
         ("llama4-scout", "llama4"),
         ("glm4.5-air", "glm4_moe"),
+        ("olmoe-1b-7b", "olmoe"),
+        ("granite-3.3-8b", "granite"),
         *((preset, model_type) for preset, (model_type, _) in _SIZES.items()),
     ],
 )

@@ -16,8 +16,8 @@ from planner.model.block import block_table, mtp_module_params
 FIXTURES = DATA / "hf_configs"
 
 
-def _read(tmp_path, model_type: str, **changes):
-    data = json.loads((FIXTURES / f"{model_type}.json").read_text())
+def _read(tmp_path, stored: str, **changes):
+    data = json.loads((FIXTURES / f"{stored}.json").read_text())
     for key, value in changes.items():
         if value is None:
             data.pop(key, None)
@@ -54,3 +54,41 @@ def test_glm4_moe_reads_its_router_rotary_norms_and_mtp(tmp_path):
 def test_glm4_moe_refuses_a_router_that_cannot_route(tmp_path):
     with pytest.raises(RuleViolation, match="group"):
         _read(tmp_path, "glm4_moe", n_group=3)
+
+
+def test_olmoe_reads_whole_projection_qk_norms_and_an_unrenormalised_router(tmp_path):
+    spec = model_from_hf_config(FIXTURES / "olmoe.json")
+    assert (spec.qk_norm, spec.moe_renormalize, spec.shared_experts, spec.dense_layers) == ("full", False, 0, 0)
+    assert (spec.num_experts, spec.experts_per_token, spec.ffn_hidden_size) == (64, 8, 1024)
+    biased = _read(tmp_path, "olmoe", attention_bias=True, norm_topk_prob=True)
+    assert biased.qkv_bias and biased.out_bias and biased.moe_renormalize  # OlmoeAttention: o_proj too
+    # OlmoeAttention's q/k norms are hidden_size wide: another head_dim would not run there
+    with pytest.raises(RuleViolation, match="head_dim 64 must be hidden / heads"):
+        _read(tmp_path, "olmoe", head_dim=64)
+    assert _read(tmp_path, "olmoe", sliding_window=1024).sliding_layers == 0
+
+
+def test_granite_reads_its_multipliers_which_change_no_weight_or_flop(tmp_path):
+    spec = model_from_hf_config(FIXTURES / "granite.json")
+    assert spec.tied_embeddings and spec.multipliers is not None
+    m = spec.multipliers
+    assert (m.embedding, m.residual, m.attention, m.logits_scaling) == (12.0, 0.22, 0.0078125, 16.0)
+    plain = spec.model_copy(update={"multipliers": None})
+    assert block_table(plain) == block_table(spec) and plain.num_params() == spec.num_params()
+    # all four at transformers' 1.0: no multipliers kept (a spec is canonical)
+    ones = dict(embedding_multiplier=1, residual_multiplier=None, attention_multiplier=1.0, logits_scaling=1.0)
+    assert _read(tmp_path, "granite", **ones).multipliers is None
+    with pytest.raises(RuleViolation, match="residual_multiplier"):
+        _read(tmp_path, "granite", residual_multiplier=0)
+
+
+def test_granitemoe_matches_its_card_and_granitemoeshared_is_refused(tmp_path):
+    # Granite 3.0 report (IBM, 2024) and card: 3B-A800M "3.3B total, 800M active". Ours 3.299 B
+    # (-0.04 %); active without the (tied) embedding 0.807 B (+0.9 %).
+    spec = model_from_hf_config(FIXTURES / "granitemoe.json")
+    assert spec.num_params() == pytest.approx(3.3e9, rel=0.01)
+    assert spec.num_active_params() - spec.param_counts().embedding == pytest.approx(0.8e9, rel=0.02)
+    assert (spec.num_experts, spec.experts_per_token, spec.shared_experts, spec.moe_renormalize) == (40, 8, 0, True)
+    # GraniteMoeShared adds a shared expert: another model_type, which no reader reads
+    with pytest.raises(RuleViolation, match="unsupported model_type 'granitemoeshared'"):
+        _read(tmp_path, "granitemoe", model_type="granitemoeshared", architectures=["GraniteMoeSharedForCausalLM"])

@@ -133,6 +133,19 @@ TINY: dict[str, dict] = {
         routed_scaling_factor=2.5,
         num_nextn_predict_layers=0,
     ),
+    # OLMoE: whole-projection q/k norms, biases, 4 experts top 2 renormalised (its release: not)
+    # Granite 3.x: biases, tied embeddings and muP multipliers; its MoE: 4 experts top 2
+    "granite": dict(
+        attention_bias=True,
+        mlp_bias=True,
+        tie_word_embeddings=True,
+        embedding_multiplier=12.0,
+        residual_multiplier=0.22,
+        attention_multiplier=0.0625,
+        logits_scaling=16.0,
+    ),
+    "granitemoe": dict(num_local_experts=4, num_experts_per_tok=2, tie_word_embeddings=True, logits_scaling=6.0),
+    "olmoe": dict(attention_bias=True, num_experts=4, num_experts_per_tok=2, norm_topk_prob=True, clip_qkv=8.0),
 }
 # transformers has no SDPA path for these (``_supports_sdpa = False``): build_hf_model refuses
 # them while the planner sizes their impl 'hf' runs with SDPA (ModelSpec.hf_attention_implementation
@@ -270,7 +283,9 @@ def test_gpt_oss_preset_counts_on_meta():
     assert count(model) == spec.num_params()
 
 
-@pytest.mark.parametrize("model_type", ["nemotron", "qwen2_moe", "llama4", "gpt_oss", "afmoe", "glm4_moe"])
+@pytest.mark.parametrize(
+    "model_type", ["nemotron", "qwen2_moe", "llama4", "gpt_oss", "afmoe", "glm4_moe", "olmoe", "granitemoe"]
+)
 def test_hf_impl_trains_the_new_families(tmp_path, in_process, model_type):
     """Two steps of ``trainplan run`` (FSDP2 on one CPU process): init rule, sharding, loss."""
     spec, _ = tiny_spec(tmp_path, model_type)
@@ -288,3 +303,15 @@ def test_glm4_moes_router_and_attention_reach_the_config_the_trainer_builds(tmp_
         assert (config.n_group, config.topk_group, config.routed_scaling_factor) == (1, 1, 2.5)
         assert config.norm_topk_prob and config.use_qk_norm and config.attention_bias
         assert config.rope_parameters["partial_rotary_factor"] == 0.5 and config.first_k_dense_replace == 1
+
+
+def test_granites_multipliers_reach_the_config_the_trainer_builds(tmp_path):
+    """They change no weight or FLOP, but a preset trained from its spec alone must scale as the
+    release does (transformers' defaults are 1.0)."""
+    spec, path = tiny_spec(tmp_path, "granite")
+    for config in (config_from_spec(spec, SEQ), load_hf_config(spec, str(path), SEQ)):
+        scales = (config.embedding_multiplier, config.residual_multiplier, config.attention_multiplier)
+        assert scales == (12.0, 0.22, 0.0625) and config.logits_scaling == 16.0
+        assert config.tie_word_embeddings and config.attention_bias and config.mlp_bias
+    moe = config_from_spec(tiny_spec(tmp_path, "granitemoe")[0], SEQ)
+    assert (moe.logits_scaling, moe.embedding_multiplier, moe.num_local_experts) == (6.0, 1.0, 4)
