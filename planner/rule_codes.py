@@ -146,6 +146,7 @@ class RuleCode(StrEnum):
     HF_NEMOTRON_ACT = "hf_nemotron_act"
     HF_MISTRAL3_TEXT = "hf_mistral3_text"
     HF_DEEPSEEK_BIAS = "hf_deepseek_bias"
+    HF_DEEPSEEK_V2_ROUTER = "hf_deepseek_v2_router"
     HF_SHARED_EXPERT = "hf_shared_expert"
     HF_LLAMA4_NO_EXPERTS = "hf_llama4_no_experts"
     # Model names (planner/catalog/models.py)
@@ -426,7 +427,13 @@ TEMPLATES: dict[RuleCode, str] = {
     _C.HF_MPT_EXPANSION: "{where}: 'expansion_ratio' = {value} is not a sensible positive number",
     _C.HF_NEMOTRON_ACT: "{where}: hidden_act {value} is not supported for nemotron (relu2 or a GeLU)",
     _C.HF_MISTRAL3_TEXT: "{where}: text_config.model_type {value} is not supported for mistral3 (only 'mistral' and 'ministral3')",
-    _C.HF_DEEPSEEK_BIAS: "{where}: attention_bias is not supported for deepseek_v3",
+    _C.HF_DEEPSEEK_BIAS: "{where}: attention_bias is not supported for {family}",
+    # transformers 5.25's DeepseekV2TopkRouter: greedy or group-limited top k of a softmax, always
+    # times routed_scaling_factor (DeepSeek's own code renormalises instead where norm_topk_prob).
+    _C.HF_DEEPSEEK_V2_ROUTER: (
+        "{where}: {field} {value} is not supported for deepseek_v2: transformers' router takes topk_method"
+        " 'greedy' or 'group_limited_greedy' and never renormalises (norm_topk_prob false, as released)"
+    ),
     _C.HF_SHARED_EXPERT: (
         "{where}: shared_expert_intermediate_size {shared} is not a multiple of moe_intermediate_size {width}"
         " (the shared expert is planned as whole experts)"

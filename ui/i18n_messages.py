@@ -697,7 +697,8 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
     ),
     "reason_hf_model_type": (
         "{where}: unsupported model_type {model_type} (supported: {supported}); see docs/extending.md",
-        "{where}：不支持的 model_type {model_type}（支持：{supported}）；添加读取器的方法见 docs/extending.md",
+        # the names as code: a run of plain names (olmoe, granite, granitemoe) is not prose to translate
+        "{where}：不支持的 model_type {model_type}（支持：`{supported}`）；添加读取器的方法见 docs/extending.md",
     ),
     "reason_hf_model_type_architecture": (
         "{where}: unsupported model_type {model_type}; its architectures name {architecture}: set model_type to {family}",
@@ -800,8 +801,13 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
         "{where}：mistral3 不支持 text_config.model_type {value}（只支持 'mistral'）",
     ),
     "reason_hf_deepseek_bias": (
-        "{where}: attention_bias is not supported for deepseek_v3",
-        "{where}：deepseek_v3 不支持 attention_bias",
+        "{where}: attention_bias is not supported for {family}",
+        "{where}：{family} 不支持 attention_bias",
+    ),
+    "reason_hf_deepseek_v2_router": (
+        "{where}: {field} {value} is not supported for deepseek_v2",
+        "{where}：deepseek_v2 不支持 {field} {value}（transformers 的路由只支持 topk_method 'greedy' 或"
+        " 'group_limited_greedy'，且从不重新归一化：norm_topk_prob 须为 false）",
     ),
     "reason_hf_shared_expert": (
         "{where}: shared_expert_intermediate_size {shared} is not a multiple of moe_intermediate_size {width}",

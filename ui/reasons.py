@@ -193,6 +193,7 @@ CONFIG_REASONS = Reasons({
     _C.HF_NEMOTRON_ACT: "reason_hf_nemotron_act",
     _C.HF_MISTRAL3_TEXT: "reason_hf_mistral3_text",
     _C.HF_DEEPSEEK_BIAS: "reason_hf_deepseek_bias",
+    _C.HF_DEEPSEEK_V2_ROUTER: "reason_hf_deepseek_v2_router",
     _C.HF_SHARED_EXPERT: "reason_hf_shared_expert",
     _C.HF_LLAMA4_NO_EXPERTS: "reason_hf_llama4_no_experts",
     _C.UNKNOWN_PRESET: "reason_unknown_preset",

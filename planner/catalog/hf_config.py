@@ -49,6 +49,7 @@ _READERS: dict[str, Callable[[HfConfig], dict]] = {
     "phi3": dense.phi3,
     "olmo2": dense.olmo2,
     "deepseek_v3": moe.deepseek_v3,
+    "deepseek_v2": moe.deepseek_v2,
     # Kimi K2 is DeepSeek-V3's architecture (its architectures: DeepseekV3ForCausalLM); Moonshot
     # names it apart for inference engines and says to set deepseek_v3 where kimi_k2 is unknown.
     "kimi_k2": lambda cfg: moe.deepseek_v3(cfg) | dict(family=TRANSFORMERS_ALIASES["kimi_k2"]),
@@ -87,6 +88,7 @@ READ_ARCHITECTURES = {
     "Phi3ForCausalLM": "phi3",
     "Olmo2ForCausalLM": "olmo2",
     "DeepseekV3ForCausalLM": "deepseek_v3",
+    "DeepseekV2ForCausalLM": "deepseek_v2",
     "NemotronForCausalLM": "nemotron",
     "GptOssForCausalLM": "gpt_oss",
     "Qwen2MoeForCausalLM": "qwen2_moe",

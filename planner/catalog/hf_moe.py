@@ -1,5 +1,5 @@
 """The readers of the mixture-of-experts families' ``config.json``: Qwen3-MoE, DeepSeek-V3,
-GPT-OSS, Qwen2-MoE, Llama 4, AFMoE, GLM-4.5, OLMoE, Granite MoE (Mixtral: :mod:`planner.catalog.hf_dense`). Each returns ModelSpec
+DeepSeek-V2, GPT-OSS, Qwen2-MoE, Llama 4, AFMoE, GLM-4.5, OLMoE, Granite MoE (Mixtral: :mod:`planner.catalog.hf_dense`). Each returns ModelSpec
 fields; :mod:`planner.catalog.hf_config` dispatches on ``model_type``.
 """
 
@@ -59,9 +59,21 @@ def deepseek_v3(cfg: HfConfig) -> dict:
     router's ``n_group``, ``topk_group``, ``routed_scaling_factor`` and ``norm_topk_prob`` are
     kept for the trainer (Moonlight: one group, 2.446); ``scoring_func`` is not read, as
     transformers' router is sigmoid whatever it says."""
+    fields = _latent_moe(cfg, "deepseek_v3", max_seq_len=4096, dense=3, experts=256, top_k=8, shared=1, width=2048)
+    mtp = _layer_count(cfg, "num_nextn_predict_layers", 1)
+    return fields | dict(mtp_layers=mtp, **_group_routing(cfg, fields["num_experts"], fields["experts_per_token"]))
+
+
+def _latent_moe(cfg: HfConfig, family: str, *, max_seq_len: int, dense: int, experts: int, top_k: int | None,
+                shared: int, width: int) -> dict:  # fmt: skip
+    """The weights DeepSeek-V2 and V3 share, with their config class's defaults: MLA (``q_lora_rank``
+    absent 1536, null one q projection; ``kv_lora_rank`` 512; q/k heads ``qk_nope_head_dim`` +
+    ``qk_rope_head_dim``; values ``v_head_dim``), ``first_k_dense_replace`` dense blocks of
+    ``intermediate_size``, then routed + shared experts of ``moe_intermediate_size``. Biases on
+    the latent projections (``attention_bias``) are not in the block table: refused."""
     if cfg.flag("attention_bias", False):
-        raise cfg.error(RuleCode.HF_DEEPSEEK_BIAS)
-    fields = decoder_fields(cfg, "deepseek_v3", None, None, max_seq_len=4096)
+        raise cfg.error(RuleCode.HF_DEEPSEEK_BIAS, family=family)
+    fields = decoder_fields(cfg, family, None, None, max_seq_len=max_seq_len)
     rope = cfg.size("qk_rope_head_dim", limit=MAX_HIDDEN, default=64)
     nope = cfg.size("qk_nope_head_dim", limit=MAX_HIDDEN, default=128)
     # Absent: transformers' default 1536; an explicit null: one q projection (DeepSeek-V2-Lite).
@@ -74,23 +86,45 @@ def deepseek_v3(cfg: HfConfig) -> dict:
         qk_rope_head_dim=rope,
         v_head_dim=cfg.size("v_head_dim", limit=MAX_HIDDEN, default=128),
     )
-    dense = min(fields["num_layers"], _layer_count(cfg, "first_k_dense_replace", 3))
     fields.pop("head_dim", None)
-    mtp = _layer_count(cfg, "num_nextn_predict_layers", 1)
-    experts = cfg.size("n_routed_experts", limit=MAX_EXPERTS, default=256)
-    experts_per_token = cfg.size("num_experts_per_tok", limit=MAX_EXPERTS, default=8)
     return fields | dict(
         head_dim=nope + rope,
         num_kv_heads=fields["num_heads"],
         mla=mla,
         dense_ffn_hidden_size=fields["ffn_hidden_size"],
-        ffn_hidden_size=cfg.size("moe_intermediate_size", limit=MAX_FFN, default=2048),
-        num_experts=experts,
-        experts_per_token=experts_per_token,
-        shared_experts=cfg.size("n_shared_experts", limit=MAX_EXPERTS, default=1),
-        dense_layers=dense,
-        mtp_layers=mtp,
-        **_group_routing(cfg, experts, experts_per_token),
+        ffn_hidden_size=cfg.size("moe_intermediate_size", limit=MAX_FFN, default=width),
+        num_experts=cfg.size("n_routed_experts", limit=MAX_EXPERTS, default=experts),
+        experts_per_token=cfg.size("num_experts_per_tok", limit=MAX_EXPERTS, default=top_k),
+        shared_experts=cfg.size("n_shared_experts", limit=MAX_EXPERTS, default=shared),
+        dense_layers=min(fields["num_layers"], _layer_count(cfg, "first_k_dense_replace", dense)),
+    )
+
+
+# DeepSeek-V2's ``topk_method`` values transformers' DeepseekV2TopkRouter takes.
+_V2_TOPK_METHODS = ("greedy", "group_limited_greedy")
+
+
+def deepseek_v2(cfg: HfConfig) -> dict:
+    """DeepSeek-V2 and V2-Lite (``DeepseekV2ForCausalLM``): V3's weights (``_latent_moe``, with
+    DeepseekV2Config's defaults: 64 experts of 1407, 2 shared, no dense block) and its own router,
+    which the trainer's hf config takes from the spec: softmax over all experts, the top k
+    (``topk_method`` greedy) or the top k within the ``topk_group`` groups of ``n_group`` whose best
+    expert scores highest (group_limited_greedy), times ``routed_scaling_factor`` (1.0), never
+    renormalised. DeepSeek's own code renormalises instead of scaling where ``norm_topk_prob`` is
+    true; transformers 5.25 ignores it, so such a file (no release sets it) is refused, as is a
+    ``topk_method`` that router has not. No MTP module, no correction bias."""
+    fields = _latent_moe(cfg, "deepseek_v2", max_seq_len=2048, dense=0, experts=64, top_k=None, shared=2, width=1407)
+    method = cfg.data.get("topk_method", "greedy")
+    if method not in _V2_TOPK_METHODS:
+        raise cfg.error(RuleCode.HF_DEEPSEEK_V2_ROUTER, field="topk_method", value=repr(method))
+    if cfg.flag("norm_topk_prob", False):
+        raise cfg.error(RuleCode.HF_DEEPSEEK_V2_ROUTER, field="norm_topk_prob", value="true")
+    limited = method == "group_limited_greedy"
+    return fields | dict(
+        moe_renormalize=False,
+        expert_groups=cfg.size("n_group", limit=MAX_EXPERTS) if limited else 1,
+        topk_expert_groups=cfg.size("topk_group", limit=MAX_EXPERTS) if limited else 1,
+        routed_scale=positive_number(cfg, "routed_scaling_factor", 1.0),
     )
 
 

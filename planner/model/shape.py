@@ -130,7 +130,8 @@ class ModelShape(BaseModel):
     dense_ffn_hidden_size: int | None = Field(None, ge=1)  # their MLP width (None: ffn_hidden_size)
     mtp_layers: int = Field(0, ge=0)  # DeepSeek-V3 multi-token-prediction modules (counted apart)
     # DeepSeek-V3's router as a config gives it (n_group, topk_group, routed_scaling_factor); None:
-    # the defaults of ``group_routing``. The trainer's; no planner effect.
+    # the defaults of ``group_routing``. GLM-4.5 (V3's router, its own defaults) and DeepSeek-V2
+    # (its softmax router; one group is greedy) always set them. The trainer's; no planner effect.
     expert_groups: int | None = Field(None, ge=1)
     topk_expert_groups: int | None = Field(None, ge=1)
     routed_scale: float | None = Field(None, gt=0)

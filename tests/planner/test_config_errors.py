@@ -78,6 +78,9 @@ CASES = [
     ("mpt", dict(ffn_config={"ffn_type": "te_ln_mlp"}), _C.HF_MPT_FFN_TYPE, "ffn_config.ffn_type 'te_ln_mlp' is not supported (only 'mptmlp')"),
     ("mpt", dict(attn_config=[1]), _C.HF_NOT_OBJECT, "'attn_config' must be an object"),
     ("deepseek_v3", dict(attention_bias=True), _C.HF_DEEPSEEK_BIAS, "attention_bias is not supported for deepseek_v3"),
+    ("deepseek_v2", dict(norm_topk_prob=True), _C.HF_DEEPSEEK_V2_ROUTER,
+     "norm_topk_prob true is not supported for deepseek_v2: transformers' router takes topk_method 'greedy' or"
+     " 'group_limited_greedy' and never renormalises (norm_topk_prob false, as released)"),
     ("deepseek_v3", dict(first_k_dense_replace=-1), _C.HF_LAYER_COUNT, "'first_k_dense_replace' must be an integer in 0..10000, got -1"),
     ("qwen2_moe", dict(mlp_only_layers="0"), _C.HF_LAYER_LIST, "'mlp_only_layers' must be a list of layer indices, 0 to 23"),
     ("qwen2_moe", dict(shared_expert_intermediate_size=5000), _C.HF_SHARED_EXPERT,
@@ -160,7 +163,7 @@ def test_invalid_dimensions_keep_modelspecs_sentence():
 def test_every_config_code_has_a_template_naming_the_file():
     """Each reader's sentence starts with the file it refuses (the app swaps in the upload's name)."""
     codes = [code for code in RuleCode if code.name.startswith("HF_") and code is not _C.HF_TP]
-    assert len(codes) == 34
+    assert len(codes) == 35
     assert all(TEMPLATES[code].startswith("{where}: ") for code in codes)
 
 

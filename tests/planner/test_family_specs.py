@@ -331,6 +331,8 @@ def test_mistral_v01_window_costs_less_attention_beyond_4096_tokens():
         ("olmoe-1b-7b", 6.9e9, None),
         # Granite-3.3-8B: the Hub's 8.17B (safetensors); card "8B". Ours 8.171 B, tied head
         ("granite-3.3-8b", 8.17e9, None),
+        # DeepSeek-V2-Lite card: "15.7B total parameters, 2.4B activated"; ours 15.706 B (+0.04 %)
+        ("deepseek-v2-lite", 15.7e9, None),
     ],
 )
 def test_new_family_presets_match_their_cards(preset, total, non_embedding):
@@ -362,6 +364,10 @@ def test_new_family_active_parameters_match_their_cards():
         spec = get_preset(preset)
         counts = spec.param_counts()
         assert spec.num_active_params() - counts.embedding - counts.lm_head == pytest.approx(card, rel=0.02)
+    # DeepSeek counts active parameters without the embedding lookup (as V3's 36.6 B): V2-Lite's
+    # 2.4B, ours 2.451 B (+2.1 %)
+    lite = get_preset("deepseek-v2-lite")
+    assert lite.num_active_params() - lite.param_counts().embedding == pytest.approx(2.4e9, rel=0.025)
     # OLMoE's "1.3B active" with the embedding: ours 1.282 B (-1.4 %)
     assert get_preset("olmoe-1b-7b").num_active_params() == pytest.approx(1.3e9, rel=0.02)
     for dense in ("nemotron4-340b", "ministral-8b", "mistral-small-3.1-24b", "granite-3.3-8b"):
@@ -374,7 +380,8 @@ def test_new_family_active_parameters_match_their_cards():
 # github.com/NVIDIA/TensorRT-LLM tests/unittest/_torch/modeling/, QWEN2_57B_A14B_CONFIG),
 # Llama 4 Maverick (text_config, verbatim but for its layer count in the same tests,
 # LLAMA_4_MAVERICK_TWO_LAYER_CONFIG), Trinity Large (presets/trinity-large.json's source), GLM-4.6
-# (presets/glm4.6.json's source: the Air file's keys with the 355B model's values).
+# (presets/glm4.6.json's source: the Air file's keys with the 355B model's values), DeepSeek-V2-Lite
+# (presets/deepseek-v2-lite.json's source).
 _SIZES = {
     "nemotron4-340b": (
         "nemotron",
@@ -428,6 +435,21 @@ _SIZES = {
             num_hidden_layers=92,
             use_qk_norm=True,
             max_position_embeddings=202752,
+        ),
+    ),
+    "deepseek-v2-lite": (
+        "deepseek_v2",
+        dict(
+            hidden_size=2048,
+            intermediate_size=10944,
+            moe_intermediate_size=1408,
+            n_routed_experts=64,
+            num_attention_heads=16,
+            num_key_value_heads=16,
+            num_hidden_layers=27,
+            q_lora_rank=None,
+            topk_method="greedy",
+            routed_scaling_factor=1.0,
         ),
     ),
     "llama4-maverick": (

@@ -418,10 +418,20 @@ def test_remote_code_keys_are_ignored_and_never_run(tmp_path):
 
 # ------------------------------------------- Nemotron, GPT-OSS, Qwen2-MoE, Mistral 3, Llama 4
 
-_CONFIG_PRESET_FAMILIES = ("nemotron", "gpt_oss", "qwen2_moe", "llama4", "afmoe", "glm4_moe", "olmoe", "granite")
+_CONFIG_PRESET_FAMILIES = (
+    "nemotron",
+    "gpt_oss",
+    "qwen2_moe",
+    "llama4",
+    "afmoe",
+    "glm4_moe",
+    "olmoe",
+    "granite",
+    "deepseek_v2",
+)
 _NEW_TYPES = (
     "nemotron", "gpt_oss", "qwen2_moe", "ministral", "mistral3", "llama4", "llama4_text", "ministral3", "glm4_moe", "olmoe", "granite",
-    "granitemoe",
+    "granitemoe", "deepseek_v2",
 )  # fmt: skip
 
 

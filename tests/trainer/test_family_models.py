@@ -92,7 +92,7 @@ def test_gemma_runs_through_transformers():
 # (GPT-OSS: tests/trainer/test_hf_families.py, since transformers has no SDPA path for it.)
 HF_PRESETS = ["qwen3-8b", "qwen3-30b-a3b", "gemma2-9b", "phi3-mini", "olmo2-7b", "deepseek-v3"]
 HF_PRESETS += ["nemotron4-15b", "qwen1.5-moe-a2.7b", "llama4-scout", "ministral-8b", "mistral-small-3.1-24b"]
-HF_PRESETS += ["trinity-large", "glm4.5-air", "glm4.6", "olmoe-1b-7b", "granite-3.3-8b"]
+HF_PRESETS += ["trinity-large", "glm4.5-air", "glm4.6", "olmoe-1b-7b", "granite-3.3-8b", "deepseek-v2-lite"]
 
 
 @pytest.mark.parametrize("preset", HF_PRESETS)

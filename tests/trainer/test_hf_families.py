@@ -91,6 +91,23 @@ TINY: dict[str, dict] = {
         topk_group=1,
         routed_scaling_factor=2.827,
     ),
+    # DeepSeek-V2: V3's weights without MTP, its softmax router limited to 2 of 4 groups, scale 16
+    "deepseek_v2": dict(
+        q_lora_rank=16,
+        kv_lora_rank=16,
+        qk_rope_head_dim=8,
+        qk_nope_head_dim=8,
+        v_head_dim=8,
+        moe_intermediate_size=32,
+        n_routed_experts=8,
+        num_experts_per_tok=2,
+        n_shared_experts=2,
+        first_k_dense_replace=1,
+        topk_method="group_limited_greedy",
+        n_group=4,
+        topk_group=2,
+        routed_scaling_factor=16.0,
+    ),
     "nemotron": dict(partial_rotary_factor=0.5, attention_bias=True, mlp_bias=True),
     "gpt_oss": dict(head_dim=16, num_local_experts=4, num_experts_per_tok=2, sliding_window=8),
     "qwen2_moe": dict(
@@ -315,3 +332,16 @@ def test_granites_multipliers_reach_the_config_the_trainer_builds(tmp_path):
         assert config.tie_word_embeddings and config.attention_bias and config.mlp_bias
     moe = config_from_spec(tiny_spec(tmp_path, "granitemoe")[0], SEQ)
     assert (moe.logits_scaling, moe.embedding_multiplier, moe.num_local_experts) == (6.0, 1.0, 4)
+
+
+def test_deepseek_v2s_router_reaches_the_config_the_trainer_builds(tmp_path):
+    """V2's router is its own (softmax, group-limited by each group's best expert, never
+    renormalised): the config built from the spec routes as the file, greedy where one group."""
+    spec, path = tiny_spec(tmp_path, "deepseek_v2")
+    for config in (config_from_spec(spec, SEQ), load_hf_config(spec, str(path), SEQ)):
+        assert config.model_type == "deepseek_v2" and config.topk_method == "group_limited_greedy"
+        assert (config.n_group, config.topk_group, config.routed_scaling_factor) == (4, 2, 16.0)
+        assert not config.norm_topk_prob and config.first_k_dense_replace == 1
+    lite = get_preset("deepseek-v2-lite")
+    config = config_from_spec(lite, SEQ)
+    assert (config.topk_method, config.routed_scaling_factor, config.q_lora_rank) == ("greedy", 1.0, None)

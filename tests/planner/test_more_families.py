@@ -1,6 +1,7 @@
-"""GLM-4.5 (``glm4_moe``), OLMoE (``olmoe``) and Granite (``granite``, ``granitemoe``): what
-their readers keep beyond the shapes that tests/planner/test_models.py counts against
-transformers (the router, rotary, norms, MTP, multipliers)."""
+"""GLM-4.5 (``glm4_moe``), OLMoE (``olmoe``), Granite (``granite``, ``granitemoe``) and
+DeepSeek-V2 (``deepseek_v2``), session 53: what their readers keep beyond the shapes that
+tests/planner/test_models.py counts against transformers (routers, rotary, norms, MTP,
+multipliers)."""
 
 from __future__ import annotations
 
@@ -92,3 +93,31 @@ def test_granitemoe_matches_its_card_and_granitemoeshared_is_refused(tmp_path):
     # GraniteMoeShared adds a shared expert: another model_type, which no reader reads
     with pytest.raises(RuleViolation, match="unsupported model_type 'granitemoeshared'"):
         _read(tmp_path, "granitemoe", model_type="granitemoeshared", architectures=["GraniteMoeSharedForCausalLM"])
+
+
+def test_deepseek_v2_reads_its_own_router_and_no_mtp(tmp_path):
+    # DeepSeek-V2 paper (arXiv 2405.04434): "236B total parameters, of which 21B are activated";
+    # ours 235.74 B (-0.1 %), 20.85 B without the embedding lookup (-0.7 %), as DeepSeek counts
+    spec = model_from_hf_config(FIXTURES / "deepseek_v2.json")
+    assert spec.num_params() == pytest.approx(236e9, rel=0.01)
+    assert spec.num_active_params() - spec.param_counts().embedding == pytest.approx(21e9, rel=0.01)
+    assert (spec.family, spec.mtp_layers, spec.param_counts().mtp, spec.moe_renormalize) == ("deepseek_v2", 0, 0, False)
+    routing = spec.group_routing  # group_limited_greedy: 3 of 8 groups, times 16
+    assert (routing.groups, routing.topk_groups, routing.routed_scale) == (8, 3, 16.0)
+    greedy = _read(tmp_path, "deepseek_v2", topk_method="greedy", routed_scaling_factor=None).group_routing
+    assert (greedy.groups, greedy.topk_groups, greedy.routed_scale) == (1, 1, 1.0)
+    # an absent topk_method is DeepseekV2Config's greedy, whatever n_group says
+    assert _read(tmp_path, "deepseek_v2", topk_method=None).group_routing.groups == 1
+    # not native (V3's sigmoid router is the native one): it runs on transformers' DeepseekV2
+    from planner.model.structure import native_unsupported
+
+    assert "family='deepseek_v2'" in native_unsupported(spec)
+
+
+def test_deepseek_v2_refuses_a_router_transformers_would_not_build_as_the_file_says(tmp_path):
+    with pytest.raises(RuleViolation, match="topk_method 'noaux_tc' is not supported for deepseek_v2"):
+        _read(tmp_path, "deepseek_v2", topk_method="noaux_tc")
+    with pytest.raises(RuleViolation, match="norm_topk_prob true is not supported for deepseek_v2"):
+        _read(tmp_path, "deepseek_v2", norm_topk_prob=True)
+    with pytest.raises(RuleViolation, match="attention_bias is not supported for deepseek_v2"):
+        _read(tmp_path, "deepseek_v2", attention_bias=True)
