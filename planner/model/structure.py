@@ -118,7 +118,14 @@ def native_unsupported(model: ModelSpec) -> list[str]:
     shared_ok = not model.shared_experts or model.family in NATIVE_SHARED_EXPERT_FAMILIES
     dense_ok = not model.dense_layers or model.family in NATIVE_LEADING_DENSE_FAMILIES
     moe_native = model.family in NATIVE_MOE_FAMILIES and shared_ok
-    found += [] if dense_ok else [f"dense_layers={model.dense_layers} (placed among the MoE layers)"]
+    # where the family's dense blocks sit (leading for GLM, DeepSeek-V2, AFMoE; where mlp_only_layers puts
+    # them for Qwen-MoE) is not kept by the spec: say what the decoder does, not where they are (families53)
+    leading = " or ".join(NATIVE_LEADING_DENSE_FAMILIES)
+    found += (
+        []
+        if dense_ok
+        else [f"dense_layers={model.dense_layers} (the native decoder places dense blocks for {leading} only)"]
+    )
     return found + ([f"num_experts={model.num_experts}"] if model.num_experts > 1 and not moe_native else [])
 
 

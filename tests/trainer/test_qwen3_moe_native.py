@@ -86,7 +86,9 @@ def test_qwen3_moe_with_dense_blocks_stays_on_transformers(tmp_path):
     """The spec keeps how many blocks are dense, not where (mlp_only_layers): native refuses."""
     (tmp_path / "config.json").write_text(json.dumps(_TINY | dict(mlp_only_layers=[1])))
     spec = model_from_hf_config(tmp_path / "config.json")
-    assert native_unsupported(spec) == ["dense_layers=1 (placed among the MoE layers)"]
+    assert native_unsupported(spec) == [
+        "dense_layers=1 (the native decoder places dense blocks for mixtral or deepseek_v3 only)"
+    ]
     assert default_implementation(spec) == Implementation.HF
 
 
