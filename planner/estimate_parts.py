@@ -49,7 +49,10 @@ class MemoryTerms(BaseModel):
 
 # A term's words where its field name says less than it holds (trial s24: eager attention's scores,
 # a recomputed block's backward working set, were read as "logits loss"); else the name, spaced.
-TERM_WORDS = {"logits_loss": "loss / backward transient"}
+TERM_WORDS = {
+    "logits_loss": "loss / backward transient",
+    "offload_accum": "offload: accumulated gradients to the host",
+}
 
 
 def term_words(name: str) -> str:
@@ -65,8 +68,10 @@ class TimeTerms(BaseModel):
     matmul: float = 0.0  # block and LM-head GEMMs, recompute included
     attention: float = 0.0  # fused attention kernels
     memory_bound: float = 0.0  # norms, activations, rotary, residuals, loss
-    optimizer: float = 0.0  # AdamW + clipping (+ offload's host link and host AdamW)
+    optimizer: float = 0.0  # AdamW + clipping (+ offload's once-a-step host link and host AdamW)
     shard_copies: float = 0.0  # FSDP / ZeRO cast and copy kernels around each collective
+    # offload under gradient accumulation: each later micro-batch's gradients to the host
+    offload_accum: float = 0.0
     host_stall: float = 0.0  # host dispatch time the GPU waits for
     dp_comm: float = 0.0  # exposed FSDP/ZeRO/DDP collectives
     tp_comm: float = 0.0  # exposed tensor-parallel collectives

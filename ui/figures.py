@@ -77,7 +77,7 @@ MEMORY_COLOURS = {
 }  # fmt: skip
 TIME_COLOURS = {
     "matmul": "#EB663B", "attention": "#FB0D0D", "memory_bound": "#B68100", "optimizer": "#862A16",
-    "shard_copies": "#B2828D", "host_stall": "#FEAF16", "dp_comm": "#DA16FF", "tp_comm": "#E15F99", "pp_comm": "#AF0038", "cp_comm": "#F8A19F",
+    "shard_copies": "#B2828D", "offload_accum": "#6A76FC", "host_stall": "#FEAF16", "dp_comm": "#DA16FF", "tp_comm": "#E15F99", "pp_comm": "#AF0038", "cp_comm": "#F8A19F",
     "ep_comm": "#750D86", "bubble": "#FBE426", "measured_correction": "#00A08B", "efficiency_ceiling": "#6C7C32",
 }  # fmt: skip
 BAR_PX, BAR_AXES_PX = 56, 120  # height per plan, and for the axes: long labels never overlap

@@ -963,6 +963,7 @@ _LABELS: dict[str, tuple[str, str]] = {
     "time_memory_bound": ("memory-bound kernels", "访存密集算子"),
     "time_optimizer": ("optimizer", "优化器"),
     "time_shard_copies": ("FSDP / ZeRO copies", "FSDP/ZeRO 拷贝"),
+    "time_offload_accum": ("offload: accumulated gradients to the host", "卸载：累积梯度传回主机"),
     "time_host_stall": ("host stall", "主机等待"),
     "time_dp_comm": ("data-parallel comm.", "数据并行通信"),
     "time_tp_comm": ("tensor-parallel comm.", "张量并行通信"),

@@ -4,7 +4,9 @@ With offload (``TrainingConfig.offload``; FSDP2's CPUOffloadPolicy, DeepSpeed's 
 rank's fp32 master parameters, gradients and AdamW moments live in host memory and the host
 runs the optimizer step. All the ranks of a node share its host: their states must fit in its
 memory (``host_fits``), and their optimizer steps share its DRAM bandwidth, which bounds the
-step (``host_adam_seconds``). docs/model.md ("Host memory and time of offload").
+step (``host_adam_seconds``). Where gradients are reduced every micro-batch the stacks also move
+each micro-batch's gradients to the host and accumulate them there (``offload_accum_s``).
+docs/model.md ("Host memory and time of offload").
 """
 
 from __future__ import annotations
@@ -14,12 +16,13 @@ from dataclasses import replace
 import numpy as np
 
 from planner.fix_codes import FixCode
-from planner.model.candidates import SHARD_ZERO1, Candidates
+from planner.model.candidates import SHARD_FSDP, SHARD_ZERO1, SHARD_ZERO2, Candidates, reductions_per_step
 from planner.model.memory import fits, offload_keeps_grads, state_bytes
 from planner.model.saved_bytes import grad_element_bytes
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.model.stage_params import busiest_stage
+from planner.model.zero_collectives import zero12_overlap_comm
 from planner.plan import FixHint
 from planner.units import FP32_BYTES, GIB
 
@@ -32,6 +35,7 @@ __all__ = [
     "host_memory_gib",
     "host_memory_words",
     "host_need_bytes",
+    "offload_accum_s",
     "ranks_per_node",
     "row_fits",
 ]
@@ -109,6 +113,36 @@ def host_adam_seconds(model: ModelSpec, c: Candidates, s: ModelingSettings) -> n
     shard = np.where(c.sharding >= SHARD_ZERO1, np.maximum(c.shard_group, 1), 1)
     params = stage.total / c.tp / shard * ranks_per_node(c)
     return np.where(c.offload.astype(bool), params / host_adam_params_per_s(c, s), 0.0)
+
+
+def offload_accum_s(model: ModelSpec, c: Candidates, s: ModelingSettings, backward_s: np.ndarray) -> np.ndarray:
+    """Seconds per step that gradient accumulation under offload adds to the GPU's time (0 without
+    offload, with one micro-batch, and where gradients are reduced once a step:
+    ``reductions_per_step``). Each micro-batch after the first (the first too where
+    ``from_first_microbatch``) moves the rank's gradient shard over the host link and, where the
+    stack adds on the CPU, adds it there at ``host_adam_params_per_s``'s share of the DRAM
+    bandwidth, the node's ranks adding at once (settings_job.py ``AccumOffload``: each stack's
+    reading). A blocking copy and its add are exposed whole (FSDP2: the thread that drives the
+    backward waits); a side-stream copy only where it outlasts the micro-batch's backward it runs
+    under (``backward_s``), the last buckets' tail after that backward not counted."""
+    if not c.offload.any():
+        return np.zeros(len(c))
+    full = c.sharding == SHARD_FSDP
+    fsdp, zero2 = s.offload_accum_fsdp, s.offload_accum_zero2
+    micro_batches = reductions_per_step(c)
+    first = np.where(full, fsdp.from_first_microbatch, zero2.from_first_microbatch)
+    copies = np.where(micro_batches > 1, micro_batches - 1.0 + first, 0.0) * c.offload.astype(bool)
+    shard_params = busiest_stage(model, c).total / c.tp / np.maximum(c.shard_group, 1)
+    link_bytes = np.where(full, fsdp.link_bytes_per_param, zero2.link_bytes_per_param)
+    add_bytes = np.where(full, fsdp.host_add_bytes_per_param, zero2.host_add_bytes_per_param)
+    link_s = shard_params * link_bytes / s.host_link_bandwidth
+    host_rate = host_memory_bandwidth(c, s) * s.host_adam_bandwidth_fraction
+    add_s = shard_params * ranks_per_node(c) * add_bytes / host_rate
+    blocking = np.where(full, fsdp.blocking, zero2.blocking)
+    if s.deepspeed_zero is not None:  # ZeRO-2 copies on the compute stream without overlap_comm
+        blocking = blocking | ((c.sharding == SHARD_ZERO2) & ~zero12_overlap_comm(c, s.deepspeed_zero))
+    exposed = np.where(blocking, link_s, np.maximum(link_s - backward_s, 0.0)) + add_s
+    return copies * exposed
 
 
 def host_memory_words(

@@ -54,6 +54,60 @@ CLIP_BYTES_PER_PARAM = 12.0
 
 
 @dataclass(frozen=True)
+class AccumOffload:
+    """What a micro-batch after the first costs under host offload where gradients are reduced
+    every micro-batch (fsdp / zero2 without a pipeline): the stack moves the rank's reduced
+    gradient shard to the host each time and accumulates it there (planner/model/host.py
+    ``offload_accum_s``; docs/deepspeed-zero-reading.md, "Offload under gradient accumulation")."""
+
+    # Bytes per parameter of the rank's gradient shard that cross the host link per such
+    # micro-batch, in its busier direction (the link is full duplex: up and down run at once).
+    link_bytes_per_param: float = 0.0
+    # Host DRAM bytes per parameter of the accumulation add where it runs on the CPU (read both
+    # operands, write the sum); 0 where the stack adds on the GPU.
+    host_add_bytes_per_param: float = 0.0
+    # Whether the copy blocks the thread that drives the backward (the GPU idles until the copy and
+    # the add are done: exposed); else it runs on a side stream under that micro-batch's backward.
+    blocking: bool = False
+    # Whether the first micro-batch pays it too once there are several (grad_accum 1 keeps the
+    # once-per-step path that ``offload_bytes_per_param`` counts).
+    from_first_microbatch: bool = False
+
+
+# Gradients that stay on the GPU until the step (Megatron's optimizer offload keeps the DDP buffer
+# there): no per-micro-batch host traffic.
+NO_ACCUM_OFFLOAD = AccumOffload()
+# FSDP2 ``CPUOffloadPolicy`` (trainplan's trainer, torchtitan), torch 2.13
+# torch/distributed/fsdp/_fully_shard/_fsdp_collectives.py ``foreach_reduce``, lines 710-749: the
+# reduced shard, cast to the sharded parameter's fp32 (``_to_dtype_if_needed(reduce_output,
+# orig_dtype)``, l. 696), is copied to the host ``non_blocking=fsdp_param.pin_memory and not
+# to_accumulate_grad`` (l. 729-739): where a gradient already exists the copy is blocking, and
+# ``grad._local_tensor += new_sharded_grad`` (l. 749) adds on the CPU, on the thread that runs
+# the backward's hooks: 4 bytes down, 4 + 4 read and 4 written on the host, all exposed.
+FSDP2_ACCUM_OFFLOAD = AccumOffload(link_bytes_per_param=4.0, host_add_bytes_per_param=12.0, blocking=True)
+# PyTorch FSDP1 ``CPUOffload(offload_params=True)`` (Composer, llm-foundry), torch 2.13
+# torch/distributed/fsdp/_runtime_utils.py: the reduced shard accumulates on the GPU
+# (``_saved_grad_shard += sharded_grad``, l. 924) and is copied whole to ``_cpu_grad`` after every
+# reduction, ``non_blocking`` for sharded strategies (l. 984-986) on the post-backward stream.
+FSDP1_ACCUM_OFFLOAD = AccumOffload(link_bytes_per_param=4.0)
+# DeepSpeed ZeRO-3 ``offload_optimizer`` (edaa7221, deepspeed/runtime/zero/stage3.py
+# ``partition_grads``, l. 1904-1919): after the first micro-batch each reduced partition's fp32
+# accumulation buffer (pinned host memory, ``grad_partitions_flat_buffer`` l. 742-746, in
+# ``gradient_accumulation_dtype``, fp32) is copied up, added to on the GPU ("adding directly to
+# cpu is very slow") and copied back, both ``non_blocking`` on ``reduce_and_partition_stream``
+# (l. 1591; a side stream under ``overlap_comm``, ZeRO-3's default, l. 335-336), the backward's
+# epilogue waiting for it (l. 1363-1364): 4 bytes each way, hidden under the backward.
+DEEPSPEED_ZERO3_ACCUM_OFFLOAD = AccumOffload(link_bytes_per_param=4.0)
+# DeepSpeed ZeRO-2 ``offload_optimizer`` (stage_1_and_2.py ``copy_grads_in_partition`` l. 1650-1667,
+# ``async_accumulate_grad_in_cpu_via_gpu`` l. 1516-1560): with more than one micro-batch every
+# backward copies its partition's gradients into a host buffer in the parameter's dtype (bf16,
+# l. 1527) and, after the first, first copies that buffer up and adds on the GPU: 2 bytes each
+# way, the first micro-batch's copy down too; ``non_blocking`` on the reduction stream under
+# ``overlap_comm`` (l. 1720-1727; on the compute stream without it: ``ZeroConfig``).
+DEEPSPEED_ZERO2_ACCUM_OFFLOAD = AccumOffload(link_bytes_per_param=2.0, from_first_microbatch=True)
+
+
+@dataclass(frozen=True)
 class JobSettings:
     """Failures, checkpoints, the run's other losses, offload's host and power (the base of
     ``ModelingSettings``)."""
@@ -145,6 +199,12 @@ class JobSettings:
     # Share of the DRAM bandwidth that traffic reaches: PUBLISHED for torch's loop,
     # TORCH_ADAM_HOST_BANDWIDTH_FRACTION (ZeRO-Offload's PT-CPU on the DGX-2).
     host_adam_bandwidth_fraction: float = TORCH_ADAM_HOST_BANDWIDTH_FRACTION
+    # Gradient accumulation under offload where gradients are reduced every micro-batch: the
+    # stack's rule for full sharding (fsdp; DeepSpeed's ZeRO-3) and for zero2. ``AccumOffload``
+    # above gives each stack's reading; a CPU add runs at host_adam_bandwidth_fraction of the
+    # host's DRAM bandwidth (torch's CPU kernels, as its AdamW), the node's ranks sharing it.
+    offload_accum_fsdp: AccumOffload = FSDP2_ACCUM_OFFLOAD
+    offload_accum_zero2: AccumOffload = FSDP2_ACCUM_OFFLOAD
     # --- power (planner/model/energy.py) ----------------------------------------------------
     # A server's average wall power while it trains, as a fraction of its maximum system power
     # (the catalog's node_power_w). ESTIMATE: DGX H100 draws 6.5-8.5 kW "typical" against its

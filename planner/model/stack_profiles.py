@@ -19,7 +19,14 @@ from planner.model.settings import (
     FUSED_CE_BYTES_PER_LOGIT,
     ModelingSettings,
 )
-from planner.model.settings_job import DEEPSPEED_CPU_ADAM_BYTES_PER_PARAM, DEEPSPEED_CPU_ADAM_HOST_BANDWIDTH_FRACTION
+from planner.model.settings_job import (
+    DEEPSPEED_CPU_ADAM_BYTES_PER_PARAM,
+    DEEPSPEED_CPU_ADAM_HOST_BANDWIDTH_FRACTION,
+    DEEPSPEED_ZERO2_ACCUM_OFFLOAD,
+    DEEPSPEED_ZERO3_ACCUM_OFFLOAD,
+    FSDP1_ACCUM_OFFLOAD,
+    NO_ACCUM_OFFLOAD,
+)
 from planner.model.zero_config import HF_DOCUMENTED_ZERO
 
 # Megatron's vocabulary-parallel cross-entropy (megatron/core/tensor_parallel/cross_entropy.py,
@@ -35,8 +42,11 @@ TE_FUSED_CE_BYTES_PER_LOGIT = 2.0
 
 MEGATRON_LM_SETTINGS = DEFAULT_SETTINGS.but(
     sliding_window_band=False,  # windows are the kernel's (ModelingSettings.sliding_window_band)
-    # its optimizer offload keeps the gradient buffer on the GPU (ModelingSettings)
+    # its optimizer offload keeps the gradient buffer on the GPU (ModelingSettings), so gradient
+    # accumulation moves nothing to the host (settings_job.py ``NO_ACCUM_OFFLOAD``)
     offload_unsharded_grads=False,
+    offload_accum_fsdp=NO_ACCUM_OFFLOAD,
+    offload_accum_zero2=NO_ACCUM_OFFLOAD,
     # Megatron-LM as in Narayanan et al. 2021 / Korthikanti et al. 2022 (A100, fp16): no flash
     # attention yet, so the s x s scores pass through HBM.
     flash_attention=False,
@@ -85,6 +95,9 @@ MEGATRON_DEEPSPEED_HOST_S_PER_BLOCK = 10.0e-3
 # (validation/whole_runs.py: BLOOM, Lucie-7B), 21 of BigScience's and 40 of Lucie-Training's timed
 # layouts (validation/megatron_deepspeed_runs.py).
 MEGATRON_DEEPSPEED_SETTINGS = MEGATRON_LM_SETTINGS.but(
+    # DeepSpeed's engine offloads (its ZeRO stages' rules: settings_job.py)
+    offload_accum_fsdp=DEEPSPEED_ZERO3_ACCUM_OFFLOAD,
+    offload_accum_zero2=DEEPSPEED_ZERO2_ACCUM_OFFLOAD,
     grad_accum_bytes_per_param=18.0,
     pp_transfers_per_microbatch=4.0,
     pp_comm_overlap=0.0,
@@ -118,6 +131,8 @@ MEGATRON_MOE_LAUNCHES_BACKWARD = 26.0
 MEGATRON_CORE_SETTINGS = DEFAULT_SETTINGS.but(
     sliding_window_band=False,  # TransformerEngine's window_size (ModelingSettings.sliding_window_band)
     offload_unsharded_grads=False,  # as Megatron-LM's
+    offload_accum_fsdp=NO_ACCUM_OFFLOAD,
+    offload_accum_zero2=NO_ACCUM_OFFLOAD,
     # TransformerEngine's fp8 sequence-parallel collectives are not modelled: its tp_comm_overlap
     # was fitted with bf16-byte all-gathers, which this keeps (validate_published unchanged).
     fp8_tp_float8_all_gather=False,
@@ -318,6 +333,9 @@ DEEPSPEED_SETTINGS = HF_TRAINER_SETTINGS.but(
     deepspeed_zero=HF_DOCUMENTED_ZERO,
     host_adam_bytes_per_param=DEEPSPEED_CPU_ADAM_BYTES_PER_PARAM,
     host_adam_bandwidth_fraction=DEEPSPEED_CPU_ADAM_HOST_BANDWIDTH_FRACTION,
+    # ZeRO-3 and ZeRO-2 offload under gradient accumulation (stage3.py, stage_1_and_2.py: settings_job.py)
+    offload_accum_fsdp=DEEPSPEED_ZERO3_ACCUM_OFFLOAD,
+    offload_accum_zero2=DEEPSPEED_ZERO2_ACCUM_OFFLOAD,
 )
 
 # flash-attn's Triton cross-entropy (flash_attn/ops/triton/cross_entropy.py at 0251105a,
@@ -343,6 +361,10 @@ LLM_FOUNDRY_SETTINGS = with_attention(
         compile_fuses_loss=False,
         selective_per_op=False,
         loss_parallel_bytes_per_logit=None,
+        # Composer's FSDP is torch's FSDP1 (FULL_SHARD / SHARD_GRAD_OP): its offload copies each
+        # micro-batch's accumulated shard to the host on a side stream (settings_job.py)
+        offload_accum_fsdp=FSDP1_ACCUM_OFFLOAD,
+        offload_accum_zero2=FSDP1_ACCUM_OFFLOAD,
     ),
     AttentionKernel.FLASH2,
 )

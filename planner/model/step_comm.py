@@ -14,7 +14,7 @@ import numpy as np
 from planner.model import comm, moe, zero_collectives
 from planner.model.block import block_table
 from planner.model.block_rows import Part, TpSplit
-from planner.model.candidates import SHARD_FSDP, SHARD_ZERO1, SHARD_ZERO2, Candidates
+from planner.model.candidates import SHARD_FSDP, SHARD_ZERO1, Candidates, reductions_per_step
 from planner.model.flops import (
     attention_recompute_fraction,
     recompute_fraction,
@@ -84,7 +84,7 @@ def data_parallel_comm_s(
     all-reduce the shard over the replicas (HSDP); DDP all-reduces the whole gradient once."""
     local_params = busiest_stage_params(model, c) / c.tp
     grad_bytes = grad_element_bytes(c, s)
-    reductions = np.where((c.sharding >= SHARD_ZERO2) & (c.pp == 1), c.grad_accum, 1.0)
+    reductions = reductions_per_step(c)
     # Context-parallel ranks hold the same weights: they shard and reduce with the dp ranks.
     shard_link = comm.group_link(c, c.shard_group, c.tp, s)
     replicate_link = comm.group_link(c, c.dp_replicate, c.dp_shard * c.cp * c.tp, s)
@@ -117,7 +117,7 @@ def sharded_comm_s(
     calls = n_layers + 1
     grad_bytes = grad_element_bytes(c, s)
     gathers = np.where(c.sharding == SHARD_FSDP, 2.0 * c.grad_accum, 1.0)
-    reductions = np.where((c.sharding >= SHARD_ZERO2) & (c.pp == 1), c.grad_accum, 1.0)
+    reductions = reductions_per_step(c)
 
     def sharded(params, n, link, calls):
         return gathers * comm.all_gather_s(params * dtype, n, link, calls) + reductions * comm.reduce_scatter_s(

@@ -16,7 +16,14 @@ from planner.model import comm, moe, rates
 from planner.model.attention_scores import eager_softcap_attention, flash_attention_on, scores_per_microbatch
 from planner.model.block import block_table, root_table
 from planner.model.block_rows import Gemm, Part
-from planner.model.candidates import IMPL_HF, PREC_FP8, SHARD_FSDP, SHARD_ZERO1, SHARD_ZERO2, Candidates
+from planner.model.candidates import (
+    IMPL_HF,
+    PREC_FP8,
+    SHARD_FSDP,
+    SHARD_ZERO1,
+    Candidates,
+    reductions_per_step,
+)
 from planner.model.flops import (
     attention_recompute_fraction,
     forward_flops_per_token,
@@ -25,7 +32,7 @@ from planner.model.flops import (
     module_recompute_share,
     recompute_fraction,
 )
-from planner.model.host import host_adam_seconds
+from planner.model.host import host_adam_seconds, offload_accum_s
 from planner.model.memory import compute_dtype_bytes
 from planner.model.pipeline import PipelineRank, pipeline_ranks
 from planner.model.rowwise import COMPUTE_COLUMNS, per_distinct_row
@@ -42,8 +49,10 @@ class TimeBreakdown:
     matmul: np.ndarray  # block and LM-head GEMMs, recompute included
     attention: np.ndarray  # fused attention kernels
     memory_bound: np.ndarray  # norms, activations, rotary, residuals, loss
-    optimizer: np.ndarray  # AdamW + clipping (+ offload's host link and host AdamW)
+    optimizer: np.ndarray  # AdamW + clipping (+ offload's once-a-step host link and host AdamW)
     shard_copies: np.ndarray  # FSDP / ZeRO cast and copy kernels around each collective
+    # offload under gradient accumulation: each later micro-batch's gradients to the host (host.py)
+    offload_accum: np.ndarray
     host_stall: np.ndarray  # host dispatch time the GPU waits for
     dp_comm: np.ndarray  # exposed FSDP/ZeRO/DDP collectives
     tp_comm: np.ndarray  # exposed tensor-parallel collectives
@@ -306,7 +315,9 @@ def rank_compute_time(model: ModelSpec, c: Candidates, s: ModelingSettings, n_la
 
 def optimizer_time(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
     """AdamW and clipping stream the local shard of the fp32 states. With offload the states
-    cross the host link and the host runs AdamW (planner/model/host.py)."""
+    cross the host link once a step (``offload_bytes_per_param``: the first micro-batch's
+    gradients down, the parameters up) and the host runs AdamW (planner/model/host.py); what
+    later micro-batches move is the backward's, not the optimizer's (``offload_accum_s``)."""
     local = busiest_stage(model, c).total / c.tp
     shard = np.where(c.sharding >= SHARD_ZERO1, np.maximum(c.shard_group, 1), 1)
     optimizer_bytes = local / shard * (s.adamw_bytes_per_param + s.clip_bytes_per_param)
@@ -315,13 +326,20 @@ def optimizer_time(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.n
     return optimizer_bytes * on_gpu / rates.eager_bandwidth(c, s) + offload + host_adam_seconds(model, c, s)
 
 
+def backward_share(model: ModelSpec, c: Candidates) -> np.ndarray:
+    """The backward's share of a micro-batch's compute: two of a block's three passes, and the
+    forward it recomputes (``rank_compute_time``'s passes)."""
+    recomputed = recompute_fraction(c, layers_per_stage(model, c))
+    return (2.0 + recomputed) / (3.0 + recomputed)
+
+
 def shard_copy_time(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.ndarray:
     """Sharded data parallelism casts and copies parameters into each all-gather's buffer and
     gradients out of each reduce-scatter's (FSDP2's copy-in / copy-out kernels): per pass, not
     per step, so they grow with the accumulation (docs/model.md)."""
     stage = busiest_stage(model, c)
     gather_passes = np.where(c.sharding == SHARD_FSDP, 2.0 * c.grad_accum, 1.0)
-    reductions = np.where((c.sharding >= SHARD_ZERO2) & (c.pp == 1), c.grad_accum, 1.0)
+    reductions = reductions_per_step(c)
     # Gathered and reduced: the rank's share of the experts (1/ep) with the dense weights.
     copy_bytes = (
         stage.held
@@ -379,6 +397,7 @@ def step_time(model: ModelSpec, c: Candidates, s: ModelingSettings) -> TimeBreak
     correction = (c.compute_time_factor - 1.0) * (matmul + attention + memory_bound)
     compute = matmul + attention + memory_bound + correction
     optimizer, copies = optimizer_time(model, c, s), shard_copy_time(model, c, s)
+    accum = offload_accum_s(model, c, s, compute / m * backward_share(model, c))
     raw = comm_times(model, c, s)
     hideable_dp = raw.dp - raw.dp_serial
     axes = (hideable_dp, raw.tp, raw.pp, raw.cp, raw.ep)
@@ -398,7 +417,7 @@ def step_time(model: ModelSpec, c: Candidates, s: ModelingSettings) -> TimeBreak
     # Fill and drain: (pp-1) micro-batch slots idle per step (Narayanan et al. 2021, eq. 1);
     # the interleaved schedule fills them with chunks 1/vpp as long (their sec. 2.2.2).
     bubble = np.where(c.pp > 1, (c.pp - 1) / c.vpp * (compute + tp + serial) / m, 0.0)
-    gpu = compute + optimizer + copies + dp + tp + pp + cp + ep + bubble
+    gpu = compute + optimizer + copies + accum + dp + tp + pp + cp + ep + bubble
     # The host runs ahead of the GPU (queue) except across an MoE block's host sync: the step
     # waits for the larger of the whole step's excess dispatch and the post-sync exposures
     # (the segments between syncs alike, docs/model.md "Host sync of the token dispatcher"),
@@ -412,6 +431,7 @@ def step_time(model: ModelSpec, c: Candidates, s: ModelingSettings) -> TimeBreak
         memory_bound=memory_bound,
         optimizer=optimizer,
         shard_copies=copies,
+        offload_accum=accum,
         host_stall=host_stall,
         dp_comm=dp,
         tp_comm=tp,

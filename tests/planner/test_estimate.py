@@ -365,7 +365,7 @@ def test_estimate_json_keeps_its_keys_and_reads_back_typed():
         "measured_correction",
     ]  # fmt: skip
     assert list(data["time"]["breakdown_s"]) == [
-        "matmul", "attention", "memory_bound", "optimizer", "shard_copies", "host_stall",
+        "matmul", "attention", "memory_bound", "optimizer", "shard_copies", "offload_accum", "host_stall",
         "dp_comm", "tp_comm", "pp_comm", "cp_comm", "ep_comm", "bubble", "measured_correction", "efficiency_ceiling",
     ]  # fmt: skip
     assert list(data["layout"]) == [
