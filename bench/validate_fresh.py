@@ -75,8 +75,9 @@ def render(rows: bool = False) -> str:
     lines = [
         f"**Fresh rows** (no number fitted on them; set 1's six FlagPerf rows informed --no-tp-comm-overlap and"
         f" carry it, so they are not held out of that decision; set 2 was scored held out, then its F19-F23 were"
-        f" read for torchtitan's TP overlap, so they are not held out of that decision; set 3 was scored held out"
-        f" and nothing changed after):"
+        f" read for torchtitan's TP overlap, so they are not held out of that decision; set 3 was scored held out,"
+        f" then its F44-F47 pointed to offload's per-micro-batch gradient traffic, so they are not held out of"
+        f" that decision):"
         f" {len(scores)} rows, tokens/s per GPU.",
         "",
         *_table(coverage(scores, lambda s: "all") + coverage(scores, _set_of), "set"),

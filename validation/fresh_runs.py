@@ -10,7 +10,9 @@ CP, B200, GB200 MoE) and AWS's torchtitan test case (H100); scored held out; its
 informed torchtitan's DTensor TP overlap (session 52, trial titan52). Set 3 (session 53, trial
 heldout53, 19 rows): the Ultra-Scale Playbook's nanotron grid (H100, DP / TP / PP / ZeRO up to 512
 GPUs), the PyTorch float8 + FSDP2 blog (512 H100) and Hugging Face's Ulysses sequence-parallel
-benchmark (HF Trainer + DeepSpeed ZeRO-3, 8K-64K); scored held out, nothing changed after.
+benchmark (HF Trainer + DeepSpeed ZeRO-3, 8K-64K); scored held out; its F44-F47 later pointed to
+offload's per-micro-batch gradient traffic (session 53, trial offload53), so they are not held out
+of that decision.
 
 Each row stores the ``trainplan estimate`` flags that describe its job (``estimate_args``), so the
 score is what a user typing that command reads: bench/validate_fresh.py runs each through the CLI
