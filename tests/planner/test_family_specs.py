@@ -10,7 +10,7 @@ import json
 import numpy as np
 import pytest
 from support import DATA
-from support.presets import FIXTURE_CHANGES
+from support.presets import FIXTURE_CHANGES, changed_fixture
 
 from planner.catalog.models import model_from_hf_config
 from planner.errors import RuleViolation
@@ -30,14 +30,8 @@ def _spec(model_type: str, **changes):
 
 
 def _read(tmp_path, model_type: str, **changes):
-    data = json.loads((FIXTURES / f"{model_type}.json").read_text())
-    for key, value in changes.items():
-        if value is None:
-            data.pop(key, None)
-        else:
-            data[key] = value
     path = tmp_path / "config.json"
-    path.write_text(json.dumps(data))
+    path.write_text(json.dumps(changed_fixture(model_type, changes)))
     return model_from_hf_config(path)
 
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 from support import DATA, REPO
-from support.presets import FIXTURE_CHANGES
+from support.presets import FIXTURE_CHANGES, changed_fixture
 
 from planner.catalog.models import (
     MAX_CONFIG_BYTES,
@@ -296,12 +296,7 @@ _VARIANTS = [
 
 @pytest.mark.parametrize("model_type, overrides", _VARIANTS)
 def test_hf_config_round_trip_matches_transformers(tmp_path, model_type, overrides):
-    data = json.loads((FIXTURES / f"{model_type}.json").read_text())
-    for key, value in overrides.items():
-        if value is None:
-            data.pop(key, None)
-        else:
-            data[key] = value
+    data = changed_fixture(model_type, overrides)
     spec = model_from_hf_config(_write_config(tmp_path, data))
     assert spec.family == model_type
     model = _build_on_meta(_fixture_hf_config(data))

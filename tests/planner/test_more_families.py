@@ -9,6 +9,7 @@ import json
 
 import pytest
 from support import DATA
+from support.presets import changed_fixture
 
 from planner.catalog.models import get_preset, model_from_hf_config
 from planner.errors import RuleViolation
@@ -18,14 +19,8 @@ FIXTURES = DATA / "hf_configs"
 
 
 def _read(tmp_path, stored: str, **changes):
-    data = json.loads((FIXTURES / f"{stored}.json").read_text())
-    for key, value in changes.items():
-        if value is None:
-            data.pop(key, None)
-        else:
-            data[key] = value
     path = tmp_path / "config.json"
-    path.write_text(json.dumps(data))
+    path.write_text(json.dumps(changed_fixture(stored, changes)))
     return model_from_hf_config(path)
 
 

@@ -22,3 +22,19 @@ FIXTURE_CHANGES: dict[str, dict] = {
     "mpt-30b": MPT_30B_FIELDS,
     "bloom-176b": BLOOM_176B_FIELDS,
 }
+
+
+def changed_fixture(model_type: str, changes: dict) -> dict:
+    """The stored config.json of ``model_type`` (tests/data/hf_configs) with ``changes``: a value
+    of None drops the key."""
+    import json
+
+    from support import DATA
+
+    data = json.loads((DATA / "hf_configs" / f"{model_type}.json").read_text())
+    for key, value in changes.items():
+        if value is None:
+            data.pop(key, None)
+        else:
+            data[key] = value
+    return data
