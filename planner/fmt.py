@@ -86,6 +86,20 @@ def count_short(count: float) -> str:
     return f"{shown:g}"
 
 
+# Bytes on disk in decimal units, as df -H, du --si and disk vendors count them (planner/units.py).
+_SIZE_SCALES = ((1e15, "PB"), (1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "kB"))
+
+
+def file_size(size_bytes: float) -> str:
+    """``846 GB``, ``2.54 TB``: a size on disk in three figures and the unit that keeps it short."""
+    shown = float(f"{size_bytes:.3g}")  # rounded first: 999.6e9 is 1 TB, not "1e+03 GB"
+    for scale, unit in _SIZE_SCALES:
+        if shown >= scale:
+            scaled = shown / scale
+            return f"{scaled:,.0f} {unit}" if scaled >= 1000 else f"{scaled:.3g} {unit}"
+    return f"{shown:g} bytes"
+
+
 def counted(count: int, noun: str, plural: str | None = None) -> str:
     """``1 node``, ``46,560 steps``, ``2 processes``: a whole count and its noun, plural unless one
     (``plural``: where it is not the noun and an s)."""

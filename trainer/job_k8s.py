@@ -6,10 +6,13 @@ lines on what it pins and what it leaves to the cluster. Its GPUs are the plan G
 from __future__ import annotations
 
 import json
+import math
 import re
 
+from planner.fmt import duration_words
 from planner.plan import Plan
 from trainer.cluster import K8sGPUVendor, k8s_gpu, network_id, rdma_request
+from trainer.job_disk import checkpoint_disk_words
 from trainer.job_scripts import (
     AGENT_EXIT_S,
     CPUS_PER_PROCESS,
@@ -19,11 +22,31 @@ from trainer.job_scripts import (
     one_line_comment,
     procs_per_node,
     stop_grace_s,
+    whole_run_limit_s,
 )
-from trainer.job_spec import K8S_IMAGE_PATTERN, K8S_NO_GPU_SELECTOR, K8S_PVC_PATTERN, ClusterSettings, JobSpec
+from trainer.job_spec import (
+    DEFAULT_K8S_IMAGE,
+    K8S_IMAGE_PATTERN,
+    K8S_NO_GPU_SELECTOR,
+    K8S_PVC_PATTERN,
+    ClusterSettings,
+    JobSpec,
+)
 from trainer.worker import WORKER_MODULE
 
 K8S_JOBS_MOUNT = "/jobs"  # where the PVC is mounted in the pods
+# runPolicy.activeDeadlineSeconds, "the duration in seconds relative to the startTime that the job may
+# be active before the system tries to terminate it" (kubeflow/training-operator, V1RunPolicy): this
+# many times the whole run at the band's pessimistic end (the Slurm --time figure). Room for the
+# failures and restarts a long run expects; the bound on a pod that dies by a signal on every restart
+# (host OOM kill 137, a segfault 139), which restartPolicy ExitCode recreates without counting it
+# against backoffLimit (kubeflow/trainer#2045; runner53 M1: 64 GPUs in a loop with nothing to stop it).
+K8S_DEADLINE_FACTOR = 2.0
+# What the default image stands for: nothing in this repository builds it (runner53 M3).
+IMAGE_NEEDS = (
+    "an image with python on its PATH, PyTorch for the GPU (CUDA or ROCm) and trainplan installed (pip install"
+    " this repository): build and push one, and emit --k8s-image REGISTRY/NAME:TAG"
+)
 
 
 def check_k8s_names(image: str, pvc: str) -> None:
@@ -129,10 +152,46 @@ def k8s_manifest(spec: JobSpec, image: str, pvc: str) -> dict:
         "metadata": {"name": k8s_name(spec.name), "labels": {"app.kubernetes.io/managed-by": "trainplan"}},
         "spec": {
             "nprocPerNode": str(procs_per_node(plan)),
-            "runPolicy": {"cleanPodPolicy": "None", "backoffLimit": 3},
+            "runPolicy": {"cleanPodPolicy": "None", "backoffLimit": 3, **_deadline(spec)},
             "pytorchReplicaSpecs": replicas,
         },
     }
+
+
+def active_deadline_s(spec: JobSpec) -> int | None:
+    """runPolicy.activeDeadlineSeconds (``K8S_DEADLINE_FACTOR``); None for a plan without a time
+    band (no whole-run figure to bound it by: the header asks for one)."""
+    whole_s = whole_run_limit_s(spec)
+    return None if whole_s is None else math.ceil(K8S_DEADLINE_FACTOR * whole_s)
+
+
+def _deadline(spec: JobSpec) -> dict[str, int]:
+    deadline_s = active_deadline_s(spec)
+    return {} if deadline_s is None else {"activeDeadlineSeconds": deadline_s}
+
+
+def image_note(image: str) -> str | None:
+    """What the header and emit say of the default image: a placeholder (None: one was given)."""
+    return f"the image {image} is a placeholder nothing builds: {IMAGE_NEEDS}" if image == DEFAULT_K8S_IMAGE else None
+
+
+def _restarts_note(spec: JobSpec) -> str:
+    restarts = (
+        "Restarts: restartPolicy ExitCode recreates pods that exit 128-255 (preemption 143, but also a host OOM"
+        " kill 137 or a segfault 139, which recur) without counting them against backoffLimit"
+        " (kubeflow/trainer#2045), which counts the other failures; "
+    )
+    deadline_s = active_deadline_s(spec)
+    if deadline_s is None:
+        return restarts + (
+            "nothing bounds them: the plan has no time band, so set runPolicy.activeDeadlineSeconds (seconds from"
+            " the job's start) yourself, and alert on the pods' restart count"
+        )
+    return restarts + (
+        f"runPolicy.activeDeadlineSeconds {deadline_s} ({duration_words(deadline_s)}, {K8S_DEADLINE_FACTOR:g} x the"
+        " whole run at p80) fails the job after that long from its start: edit it for a longer queue, and alert"
+        " on the pods' restart count"
+    )
 
 
 def _gpu_note(spec: JobSpec, vendor: K8sGPUVendor) -> str:
@@ -162,11 +221,18 @@ def _k8s_notes(spec: JobSpec) -> list[str]:
         notes.append(
             f"Network: {cluster.k8s_rdma_resource} with IPC_LOCK, for {vendor.collectives} over InfiniBand/RoCE"
         )
-    notes.append(
-        "Restarts: restartPolicy ExitCode recreates pods that exit 128-255 (preemption 143) without counting them"
-        " against backoffLimit (kubeflow/trainer#2045), which counts the other failures"
-    )
+    notes.append(_restarts_note(spec))
+    if (disk := checkpoint_disk_words(spec)) is not None:
+        notes.append(f"Disk: {disk} (the PVC)")
+    if (image := image_note(spec.k8s_image)) is not None:
+        notes.append(f"Image: {image}")
     return notes
+
+
+def _image_words(image: str) -> str:
+    if image == DEFAULT_K8S_IMAGE:
+        return f"build the image first ({image} is a placeholder: see Image below)"
+    return f"the image is {one_line_comment(image)} (emit --k8s-image)"
 
 
 def render_k8s(spec: JobSpec) -> str:
@@ -174,7 +240,7 @@ def render_k8s(spec: JobSpec) -> str:
     header = (
         f"# trainplan job {spec.name}: {job_summary(spec)}\n"
         f"# Copy this job directory to {K8S_JOBS_MOUNT}/{spec.name} on the PVC {one_line_comment(pvc)} "
-        f"(ReadWriteMany); the image is {one_line_comment(image)} (emit --k8s-image); then: kubectl apply -f k8s.yaml\n"
+        f"(ReadWriteMany); {_image_words(image)}; then: kubectl apply -f k8s.yaml\n"
         + "".join(f"# {note}.\n" for note in _k8s_notes(spec))
         + "# Below these comments the manifest is plain JSON, which every YAML parser reads.\n"
     )

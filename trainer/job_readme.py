@@ -8,7 +8,8 @@ from pathlib import Path
 
 from planner.fmt import counted
 from planner.plan import Plan
-from trainer.job_k8s import K8S_JOBS_MOUNT
+from trainer.job_disk import checkpoint_disk_words
+from trainer.job_k8s import K8S_JOBS_MOUNT, image_note
 from trainer.job_scripts import RDZV_PORT, one_line_comment
 from trainer.job_spec import JobSpec
 from trainer.worker import WORKER_MODULE
@@ -43,6 +44,11 @@ def _by_hand(plan: Plan) -> str:
     return f"- By hand, {per_node(plan)}: `{run}` (with a lock, data preparation and resume), or `{launch}`"
 
 
+def _image(spec: JobSpec) -> str:
+    note = image_note(spec.k8s_image)
+    return "" if note is None else f"; {one_line_comment(note)}"
+
+
 def render_readme(spec: JobSpec, job_dir: Path | None) -> str:
     """The job's README; ``job_dir``: the folder it was written to, said beside "Run" (None: unsaid)."""
     pvc = spec.k8s_pvc
@@ -62,6 +68,7 @@ def render_readme(spec: JobSpec, job_dir: Path | None) -> str:
         ("predicted memory", f"{memory.reserved_gib:.1f} of {memory.capacity_gib:.1f} GiB reserved"),
         ("run", f"{run.steps} steps, checkpoint every {run.checkpoint_every}, seed {run.seed}"),
         ("data", run.data),
+        ("checkpoint disk", checkpoint_disk_words(spec) or "none: it saves no checkpoints"),
     ]
     table = "\n".join(f"| {key} | {one_line_comment(value).replace('|', '/')} |" for key, value in rows)
     return f"""# trainplan job `{spec.name}`
@@ -81,7 +88,7 @@ From this directory (it may be moved or unzipped anywhere{written}):
 {_by_hand(plan)}
 - Slurm ({counted(plan.num_nodes, "node")}, job directory on a shared file system): `sbatch slurm.sbatch`
 - Kubernetes (Kubeflow training operator): copy this directory to `{K8S_JOBS_MOUNT}/{spec.name}` on the
-  PVC `{one_line_comment(pvc)}` (emit `--k8s-pvc`), check the image in `k8s.yaml` (emit `--k8s-image`),
+  PVC `{one_line_comment(pvc)}` (emit `--k8s-pvc`), check the image in `k8s.yaml` (emit `--k8s-image`{_image(spec)}),
   `kubectl apply -f k8s.yaml`.
 
 A stopped run resumes from its latest good checkpoint when started again. Exit code 3 means the

@@ -13,6 +13,7 @@ from pathlib import Path
 from planner.fmt import counted, duration_words
 from planner.plan import Plan
 from trainer.cluster import fills_nodes, format_slurm_time, network_id, slurm_time_s
+from trainer.job_disk import checkpoint_disk_words
 from trainer.job_spec import JobSpec
 from trainer.worker import WORKER_MODULE
 
@@ -271,6 +272,12 @@ def _time_words(spec: JobSpec) -> str:
 # exit 143), then requeues the job, which resumes from it."""
 
 
+def _disk_comment(spec: JobSpec) -> str:
+    """The checkpoints' disk need (trainer/job_disk.py), as a comment line ('' without checkpoints)."""
+    words = checkpoint_disk_words(spec)
+    return "" if words is None else f"# {words}.\n"
+
+
 def render_slurm(spec: JobSpec, job_dir: Path | None) -> str:
     plan = spec.plan
     procs = procs_per_node(plan)
@@ -286,7 +293,7 @@ def render_slurm(spec: JobSpec, job_dir: Path | None) -> str:
 # trainplan job {spec.name}: {job_summary(spec)}
 {_slurm_pinning(spec)}# predicted: {spec.run.steps:,} steps in {duration_words(wall_s)}, {duration_words(at_p80_s)} at p80 (the band's
 # pessimistic end){_fixed_words(fixed_s)}.
-{_time_words(spec)}
+{_disk_comment(spec)}{_time_words(spec)}
 # --requeue: a node failure or a preemption puts the job back in the queue, and it resumes from its
 # last checkpoint; --open-mode=append keeps the earlier attempts' output in the log.
 # Submit from the job directory: sbatch slurm.sbatch [trainer options]. It must be on a shared file

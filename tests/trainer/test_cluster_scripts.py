@@ -5,6 +5,7 @@ self-requeue at it, and emit's "run it" line."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shlex
@@ -22,6 +23,7 @@ from planner.layout import Layout, Precision, TrainingConfig
 from planner.plan import Plan
 from trainer.cluster import AMD_K8S, K8S_VENDORS, NVIDIA_K8S, format_slurm_time, k8s_gpu, slurm_time_s
 from trainer.job import emit_job
+from trainer.job_k8s import K8S_DEADLINE_FACTOR
 from trainer.job_scripts import (
     SLURM_ALLOCATION_CAP_S,
     allocation_s,
@@ -174,6 +176,11 @@ def test_slurm_time_is_the_p80_allocation_plus_the_stop_lead(tmp_path: Path) -> 
     limit_s = fixed + (wall - fixed) * p80_factor(plan) + slurm_signal_lead_s(plan)
     assert f"--time={format_slurm_time(limit_s)}" in directives(job_dir)
     assert abs(slurm_time_s(format_slurm_time(limit_s)) - limit_s) < 60  # whole minutes, rounded up
+    # runner53 M1: pods that die by a signal are recreated without count; the deadline bounds the job
+    text, job = manifest(job_dir)
+    deadline_s = job["spec"]["runPolicy"]["activeDeadlineSeconds"]
+    assert deadline_s == math.ceil(K8S_DEADLINE_FACTOR * limit_s)
+    assert f"runPolicy.activeDeadlineSeconds {deadline_s} (" in text
     given = ClusterSettings(slurm_time="2-00:00:00")
     emit_job(plan, job_dir, name="p80", run=RunSettings(steps=100_000), cluster=given, force=True)
     assert "--time=2-00:00:00" in directives(job_dir)
@@ -274,6 +281,8 @@ def test_k8s_pods_select_the_plans_gpu_product(tmp_path: Path) -> None:
     for replica in job["spec"]["pytorchReplicaSpecs"].values():
         assert replica["template"]["spec"]["nodeSelector"] == {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}
     assert "backoffLimit" in text and "kubeflow/trainer#2045" in text
+    # no time band: no figure to bound the restarts by, and the header says to set one (runner53 M1)
+    assert "activeDeadlineSeconds" not in job["spec"]["runPolicy"] and "nothing bounds them" in text
     _, other = manifest(emitted(tmp_path, make_plan(), ClusterSettings(k8s_gpu_product="NVIDIA-H100-SXM5-80GB"), "own"))
     pod = other["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]
     assert pod["nodeSelector"] == {"nvidia.com/gpu.product": "NVIDIA-H100-SXM5-80GB"}
