@@ -281,15 +281,26 @@ def _signal_group(child: subprocess.Popen, signum: int) -> None:
         os.killpg(child.pid, signum)
 
 
-def prepare_job_data(job_dir: Path, spec: JobSpec) -> None:
-    """Build or reuse the job's data shards (idempotent; a no-op for synthetic data). A signal
-    stops it with Interrupted, after the temporary shards are removed."""
+def prepare_job_data(job_dir: Path, spec: JobSpec) -> int | None:
+    """Build or reuse the job's data shards (idempotent; a no-op for synthetic data) and return
+    their training tokens (None: synthetic). A signal stops it with Interrupted, after the
+    temporary shards are removed."""
     if spec.run.data == "synthetic":
-        return  # nothing to build; the trainer checks the vocabulary itself
+        return None  # nothing to build; the trainer checks the vocabulary itself
     from trainer.data import prepare_data
 
     with signals_interrupt():
-        prepare_data(spec.run, job_dir, spec.plan.model.vocab_size, spec.plan.training.seq_len)
+        info = prepare_data(spec.run, job_dir, spec.plan.model.vocab_size, spec.plan.training.seq_len)
+    return None if info.train is None else info.train.num_tokens
+
+
+def say_data_budget(spec: JobSpec, train_tokens: int | None) -> None:
+    """The data against the job's tokens, before training starts (runner53 H1: a corpus the job
+    would read five times, and synthetic data for a plan's budget, went unsaid)."""
+    from trainer.data_budget import data_budget
+
+    if (line := data_budget(spec, train_tokens).words(spec.run.data)) is not None:
+        print(line, flush=True)
 
 
 def checked_data_env(job_dir: Path, spec: JobSpec, node_rank: int) -> dict[str, str]:
@@ -307,7 +318,7 @@ def prepare_or_exit_code(job_dir: Path, spec: JobSpec) -> int | None:
     """``prepare_job_data``; None when done, else the exit code after a one-line message (disk full:
     4; a signal: 128 + its number). Invalid data stays a ValueError for the caller's one line."""
     try:
-        prepare_job_data(job_dir, spec)
+        say_data_budget(spec, prepare_job_data(job_dir, spec))
     except DiskFullError as exc:
         print(f"trainplan: error: {exc}", file=sys.stderr)
         return ExitCode.DISK_FULL
