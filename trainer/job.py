@@ -67,6 +67,7 @@ def emit_job(
     launcher: bool = False,
     check_only: bool = False,
     flags: EmitFlags = EmitFlags(),
+    given: frozenset[str] | None = None,
 ) -> Path:
     """Write the job directory ``out_dir`` and return the path of its ``job.json`` (``check_only``:
     every check, nothing written: a portfolio checks all its jobs before it writes one). ``calibration``:
@@ -75,7 +76,9 @@ def emit_job(
     False: the README and slurm.sbatch do not name the folder it was written to (a temporary folder
     its reader never sees, as the app's zip: trial s33). ``launcher``: the caller is the launcher
     that holds the job's lock, re-emitting between its launches (trainer/replan.py). ``flags``: how
-    refusals name the directory and the override (``EmitFlags``).
+    refusals name the directory and the override (``EmitFlags``). ``given``: the run settings the
+    command named (emit's flags); the others an existing job in ``out_dir`` keeps (``kept_run``;
+    None: ``run`` is all given).
 
     Refused: another stack's plan (``Plan.emittable``); unless ``force``, an infeasible plan, and a
     directory that holds something else (another job's plan, or files that are not a job: emit
@@ -89,6 +92,8 @@ def emit_job(
             " the kernel its trainer's SDPA picks (no --attention)"
         )
     out_dir = _resolved_out_dir(out_dir, flags)
+    if given is not None:
+        run = kept_run(out_dir, run, given)
     run = warmup_schedule(checkpoint_interval(plan, _absolute_paths(run)))
     applied = _applied_plan(plan, run, calibration, force)
     check_input_paths(run)
@@ -233,13 +238,68 @@ TRAINING_SETTINGS = (
 )  # fmt: skip
 
 
-def training_changes(old: RunSettings, new: RunSettings) -> list[str]:
-    """'lr 0.0003 -> 0.01' for each of ``TRAINING_SETTINGS`` that differs."""
+# The run settings a re-emit does not keep from the job it replaces: the plan's own figures,
+# which emit derives from the new plan (``memory_headroom``) or applies to it (``pipeline_schedule``).
+NOT_KEPT = ("memory_headroom", "pipeline_schedule")
+
+
+def training_changes(old: RunSettings, new: RunSettings, names: tuple[str, ...] = TRAINING_SETTINGS) -> list[str]:
+    """'lr 0.0003 -> 0.01' for each of ``names`` (default: ``TRAINING_SETTINGS``) that differs."""
     return [
         f"{name} {getattr(old, name)} -> {getattr(new, name)}"
-        for name in TRAINING_SETTINGS
+        for name in names
         if getattr(old, name) != getattr(new, name)
     ]
+
+
+def job_changes(old: JobSpec, new: JobSpec) -> list[str]:
+    """What a re-emit changed of the job it replaced: its layout, and every run setting
+    (checkpoint and evaluation cadence included), as 'layout fsdp -> pp=2', 'data /c -> synthetic'
+    (runner53 H2: a layout change reset them unsaid)."""
+    layout = (
+        []
+        if old.plan.layout == new.plan.layout
+        else [f"layout {old.plan.layout.describe()} -> {new.plan.layout.describe()}"]
+    )
+    listed = tuple(name for name in RunSettings.model_fields if name not in NOT_KEPT)
+    return layout + training_changes(old.run, new.run, listed)
+
+
+def replaced_job(out_dir: Path) -> JobSpec | None:
+    """The job a new emit into ``out_dir`` replaces (None: none, or not a valid one)."""
+    try:
+        path = Path(out_dir).expanduser()
+        return JobSpec.load(path) if (path / "job.json").is_file() else None
+    except (ValueError, OSError):
+        return None
+
+
+def kept_run(out_dir: Path, run: RunSettings, given: frozenset[str]) -> RunSettings:
+    """``run`` with the run settings of the job already in ``out_dir`` that ``given`` does not
+    name (runner53 H2: a layout change with --force resumed a corpus run on synthetic data). A
+    setting the old job took from its plan (steps, checkpoint interval, warmup) follows the new
+    plan instead; one it was given is kept."""
+    if (old := replaced_job(out_dir)) is None:
+        return run  # none, or not a job: check_emit_target refuses it, or --force replaces it
+    derived = plan_defaults(old.plan, old.run.steps)
+    keep = {
+        name: getattr(old.run, name)
+        for name in RunSettings.model_fields
+        if name not in given and name not in NOT_KEPT and derived.get(name) != getattr(old.run, name)
+    }
+    if keep.get("warmup_steps", 0) >= keep.get("steps", run.steps):  # the new steps are fewer: derive it again
+        keep.pop("warmup_steps")
+    return run.model_copy(update=keep)
+
+
+def plan_defaults(plan: Plan, steps: int) -> dict[str, int]:
+    """The run settings emit derives from ``plan`` where none are given (a job of ``steps``)."""
+    run = RunSettings(steps=steps)
+    return {
+        "steps": default_steps(plan),
+        "checkpoint_every": checkpoint_interval(plan, run).checkpoint_every,
+        "warmup_steps": warmup_schedule(run).warmup_steps,
+    }
 
 
 def default_steps(plan: Plan) -> int:

@@ -108,9 +108,11 @@ def emit(
     eval_every: int | None = typer.Option(
         None, "--eval-every", min=0, help="validation loss every N steps (default 0: only the test loss at the end)"
     ),
-    data: str = typer.Option("synthetic", help="'synthetic' or a path to text/jsonl/parquet files"),
+    data: str | None = typer.Option(
+        None, help="'synthetic' or a path to text/jsonl/parquet files (default: synthetic; over a job: its own)"
+    ),
     tokenizer: str | None = typer.Option(None, help="local tokenizer.json (default: byte-level)"),
-    seed: int = typer.Option(1234, help="random seed (weights and data order)"),
+    seed: int | None = typer.Option(None, help="random seed (weights and data order; default 1234)"),
     lr: float | None = typer.Option(None, "--lr", help="peak learning rate (AdamW; default 3e-4)"),
     warmup_steps: int | None = typer.Option(
         None, "--warmup-steps", min=0, help="linear warmup steps (default: 1 % of the steps, 5 to 2,000)"
@@ -136,9 +138,11 @@ def emit(
     as_json: bool = JSON,
     cluster: ClusterSettings | None = None,  # the cluster flags (with_cluster_flags)
 ) -> None:
-    """Turn a plan into a job directory: job.json, launch.sh, slurm.sbatch, k8s.yaml."""
+    """Turn a plan into a job directory: job.json, launch.sh, slurm.sbatch, k8s.yaml.
+
+    Over an existing job, the run settings not given here are that job's."""
     from planner.plan import Plan
-    from trainer.job import emit_job
+    from trainer.job import emit_job, replaced_job
     from trainer.job_spec import recalibrates
 
     if tokenizer and Path(tokenizer).expanduser().exists():  # a missing one: emit_job names the flag
@@ -160,6 +164,7 @@ def emit(
     )
     # The plan's own calibration choice, or the flags': a re-estimate for changed run settings uses it.
     applied = applied_calibration(plan_file_calibration(calibration, no_calibration, plan.calibration))
+    replaced = replaced_job(out)
     job_json = emit_job(
         plan,
         out,
@@ -168,10 +173,11 @@ def emit(
         force=force,
         calibration=applied,
         cluster=cluster,
+        given=frozenset(run.model_fields_set - ({"steps"} if steps is None else set())),
         **k8s_names(k8s_image, k8s_pvc),
     )
     plan_step_s = plan.estimate.time.step_s if recalibrates(plan, applied) else None
-    render.emitted(job_json, as_json=as_json, plan_step_s=plan_step_s)
+    render.emitted(job_json, as_json=as_json, plan_step_s=plan_step_s, replaced=replaced)
 
 
 def run_settings(
@@ -182,15 +188,16 @@ def run_settings(
     no_checkpoints: bool,
     keep_checkpoints: int | None,
     eval_every: int | None,
-    data: str,
+    data: str | None,
     tokenizer: str | None,
-    seed: int,
+    seed: int | None,
     lr: float | None,
     warmup_steps: int | None,
     loss_chunk_tokens: int | None,
 ) -> RunSettings:
     """The job's run settings of emit's flags: the plan's steps where none are given, and
-    RunSettings' own default for each other flag not given."""
+    RunSettings' own default for each other flag not given (left out of ``model_fields_set``, so
+    that a job emitted over keeps its own: trainer/job.py ``kept_run``)."""
     from trainer.job import default_steps
     from trainer.job_spec import RunSettings
 
@@ -202,6 +209,13 @@ def run_settings(
         if no_checkpoints and value is not None:
             raise ValueError(f"{flag} {value} with --no-checkpoints: this job saves no checkpoints; give one of them")
     named = dict(
+        data=data,
+        tokenizer=tokenizer,
+        seed=seed,
+        # --no-checkpoints, or a checkpoint flag (which turns saving back on over a --no-checkpoints job)
+        save_checkpoints=False
+        if no_checkpoints
+        else (True if checkpoint_every is not None or keep_checkpoints is not None else None),
         checkpoint_every=checkpoint_every,
         keep_checkpoints=keep_checkpoints,
         eval_every=eval_every,
@@ -210,9 +224,7 @@ def run_settings(
         warmup_steps=warmup_steps,
     )
     given = {name: value for name, value in named.items() if value is not None}  # unset: RunSettings' default
-    return RunSettings(
-        steps=steps, data=data, tokenizer=tokenizer, seed=seed, save_checkpoints=not no_checkpoints, **given
-    )
+    return RunSettings(steps=steps, **given)
 
 
 STEPS_HELP = (

@@ -417,9 +417,10 @@ def detected(found, *, as_json: bool) -> None:
         )
 
 
-def emitted(job_json: Path, *, as_json: bool, plan_step_s: float | None = None) -> None:
+def emitted(job_json: Path, *, as_json: bool, plan_step_s: float | None = None, replaced=None) -> None:
     """``plan_step_s``: the plan's own step, where a calibration file other than its own estimated
-    it again."""
+    it again; ``replaced``: the JobSpec this emit wrote over (trainer/job_notes.py lists the changes)."""
+    from trainer.job_notes import emit_notes
     from trainer.job_spec import JobSpec
 
     job_dir, spec = job_json.parent, JobSpec.load(job_json.parent)
@@ -435,6 +436,7 @@ def emitted(job_json: Path, *, as_json: bool, plan_step_s: float | None = None) 
                 "lr": run.lr,
                 "warmup_steps": run.warmup_steps,
                 "recalibrated_from_step_s": plan_step_s,
+                "notes": emit_notes(spec, job_dir, replaced),
             }
         )
         return
@@ -453,6 +455,8 @@ def emitted(job_json: Path, *, as_json: bool, plan_step_s: float | None = None) 
             f" {run.min_lr_ratio:g} x, weight decay {run.weight_decay:g} (--lr, --warmup-steps)"
         )
     )
+    for note in emit_notes(spec, job_dir, replaced):
+        out.print(note, markup=False)
     out.print(escape(run_it(spec.plan, job_dir, run.steps)))
 
 
