@@ -117,7 +117,10 @@ def build_meshes(layout: Layout, device_type: str) -> Meshes:
             "dp_replicate_cp"
         )
     elif layout.dp_replicate > 1:
-        fsdp = world[MeshAxis.DP_REPLICATE.value, "dp_shard_cp"]
+        # HSDP's 2-D (replicate, shard) mesh from the flattened mesh itself, as fully_shard builds
+        # its own (torch/distributed/fsdp/_fully_shard/_fsdp_init.py): slicing a flattened name from
+        # the root mesh warns on every rank from torch 2.11 on, and is going away (runner53 M4).
+        fsdp = DeviceMesh._concatenate([world[MeshAxis.DP_REPLICATE.value], dp_shard_cp])
     else:
         fsdp = dp_shard_cp
     experts = expert_mesh(layout, device_type) if layout.ep > 1 else None
