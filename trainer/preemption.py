@@ -150,10 +150,15 @@ def _about(seconds: float) -> str:
     return f"about {seconds:,.0f} s" if seconds >= 1 else "under a second"
 
 
+# What a saved stop tells its reader to do next (runner53 L2: the SIGKILL path said it, the SIGTERM
+# lines did not).
+RESUME_WORDS = "run the job again to resume"
+
+
 def stopped_words(name: str, step: int, saved: bool) -> str:
     """The run's last line after a stop signal, at ``step``: what it ``saved``, or why nothing."""
     if saved:
-        return f"{name}: saved checkpoint at step {step}; exiting"
+        return f"{name}: saved checkpoint at step {step}; exiting ({RESUME_WORDS} from it)"
     if step == 0:
         return f"{name}: stopped at step 0 before anything was trained; exiting"
     # trial s37: this said "before anything new was trained" and the rerun began at step 1

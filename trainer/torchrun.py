@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 from planner.errors import ExitCode
 from trainer.locks import die_with_parent
 from trainer.log import DropRecords, drop_records
-from trainer.preemption import STOP_GRACE_ENV, Interrupted, signals_interrupt
+from trainer.preemption import RESUME_WORDS, STOP_GRACE_ENV, Interrupted, signals_interrupt
 from trainer.worker import WORKER_MODULE
 
 if TYPE_CHECKING:
@@ -102,7 +102,7 @@ def stop_line(name: str, killed: int, ends: list[int | None] | None = None, save
         )
     return (
         f"torchrun: stopped by {name}; the workers that had begun training saved a checkpoint (rank 0's line"
-        " above says at which step), any still starting saved nothing"
+        f" above says at which step), any still starting saved nothing: {RESUME_WORDS}"
     )
 
 
@@ -117,15 +117,33 @@ def restart_line(failures: dict[int, ProcessFailure], left: int, most: int, save
     )
 
 
-def failure_line(error: ChildFailedError) -> str:
+def failure_line(error: ChildFailedError, saves_checkpoints: bool = True) -> str:
     """``training failed: rank 0 exited with code 1, rank 1 with code 5``; a rank ended by a signal
     is said by its name (trial s45 L5: "rank 0 exited with code -15" read as a crash, where the
     agent had stopped it after rank 1 failed)."""
     codes = {rank: failure.exitcode for rank, failure in error.failures.items()}
+    if (stopped := _saved_stop_words(codes, saves_checkpoints)) is not None:
+        return stopped
     refused = _refusal_words(codes)
     if refused is not None:
         return f"training failed (exit {ExitCode.INVALID:d}): the workers' error line above says why ({refused})"
     return f"training failed: {_ranks_words(codes)} (the workers' own messages are above)"
+
+
+def _saved_stop_words(codes: dict[int, int], saves_checkpoints: bool) -> str | None:
+    """Where every rank that ended on its own stopped on a signal after the ranks' joint save (exit
+    143 or 130; the others the launcher's SIGTERM echo): a stop, not a failure (runner53 L3: SIGTERM
+    to rank 1 alone saved at step 15 and was then reported as "training failed"). None otherwise."""
+    exited = sorted(rank for rank, code in codes.items() if code != -signal.SIGTERM)
+    saved_codes = (ExitCode.PREEMPTED, ExitCode.ABORTED)
+    if not exited or any(codes[rank] not in saved_codes for rank in exited):
+        return None
+    code = codes[exited[0]]
+    then = RESUME_WORDS if saves_checkpoints else "this job saves no checkpoints, so a rerun starts from step 0"
+    return (
+        f"training stopped, not failed: {_ranks(exited)} exited with {code} after a stop signal, and the workers"
+        f" stopped together (rank 0's line above says what they saved and where a rerun starts); {then}"
+    )
 
 
 def _refusal_words(codes: dict[int, int]) -> str | None:
@@ -214,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
             os.environ["OMP_NUM_THREADS"] = "1"
         run(args)
     except ChildFailedError as error:
-        print(failure_line(error), file=sys.stderr)
+        print(failure_line(error, saves), file=sys.stderr)
         return failure_code(error)
     except SignalException as error:
         print(stop_line(signal.Signals(error.sigval).name, kills.dropped, ends, saves), file=sys.stderr)

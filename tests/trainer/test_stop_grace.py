@@ -149,6 +149,15 @@ def test_a_rank_the_launcher_stopped_is_said_by_its_signal() -> None:
     assert failure_line(failed({0: 1, 1: 2})).startswith(
         "training failed: rank 0 exited with code 1, rank 1 with code 2"
     )
+    # runner53 L3: SIGTERM to rank 1 alone; the ranks saved together, rank 1 exited 143 first
+    preempted = failure_line(failed({0: -signal.SIGTERM, 1: 143}))
+    assert (
+        preempted.startswith("training stopped, not failed: rank 1 exited with 143")
+        and "training failed" not in preempted
+    )
+    assert preempted.endswith("run the job again to resume")
+    assert "from step 0" in failure_line(failed({0: -signal.SIGTERM, 1: 143}), saves_checkpoints=False)
+    assert failure_line(failed({0: 143, 1: 5})).startswith("training failed")  # a failure beside it is one
 
 
 def test_a_refusal_of_every_rank_blames_none() -> None:

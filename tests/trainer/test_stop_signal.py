@@ -153,7 +153,7 @@ def test_a_stop_in_a_step_after_new_steps_finishes_it_and_saves(
     assert main([str(job_of(tmp_path)), "--device", "cpu"]) == ExitCode.PREEMPTED
     out = capsys.readouterr().out
     assert "SIGTERM: finishing step 4 (1 of 2 micro-batches done), under a second more, then saving" in out
-    assert "SIGTERM: saved checkpoint at step 4; exiting" in out
+    assert "SIGTERM: saved checkpoint at step 4; exiting (run the job again to resume from it)" in out
 
 
 def test_a_stop_right_after_a_checkpoint_ends_at_once(tmp_path, in_process, signal_in_step, monkeypatch, capsys):
@@ -221,6 +221,7 @@ def test_torchrun_says_a_stop_at_once_and_a_job_without_checkpoints() -> None:
     )
     assert "saved a checkpoint" in stop_line("SIGTERM", 0, [ExitCode.PREEMPTED, ExitCode.PREEMPTED])
     assert "saved a checkpoint" in stop_line("SIGTERM", 0, [])  # no codes known
+    assert stop_line("SIGTERM", 0, [ExitCode.PREEMPTED]).endswith("run the job again to resume")  # runner53 L2
     # trial s49 L3: "the workers that had begun training saved a checkpoint" under --no-checkpoints
     off = stop_line("SIGTERM", 0, [ExitCode.PREEMPTED], saves_checkpoints=False)
     assert "saved a checkpoint" not in off and "this job saves no checkpoints" in off and "from step 0" in off
