@@ -148,7 +148,8 @@ def writable_out(out: Path | None) -> Path:
     measuring with a raw errno, and /nonexistent/dir was made for --out /nonexistent/dir/x.toml)."""
     if out is None:
         out = default_calibration_path()
-        out.parent.mkdir(parents=True, exist_ok=True)  # the default file's directory may not exist yet
+        if not out.parent.is_dir():  # made by ``_write``, once there is something to write (runner53 L11:
+            return _creatable(out)  # a refused calibrate left an empty config directory behind)
     elif not out.parent.is_dir():
         raise ValueError(f"--out {out}: no such directory {out.parent}")
     try:
@@ -161,6 +162,15 @@ def writable_out(out: Path | None) -> Path:
             out.unlink()
     except OSError as exc:
         raise ValueError(f"--out {out}: cannot write it ({exc.strerror or type(exc).__name__})") from None
+    return out
+
+
+def _creatable(out: Path) -> Path:
+    """``out`` whose directory does not exist yet: its nearest existing ancestor is a directory this
+    user may create it in (ValueError naming --out otherwise)."""
+    ancestor = next(parent for parent in out.parents if parent.exists())
+    if not ancestor.is_dir() or not os.access(ancestor, os.W_OK | os.X_OK):
+        raise ValueError(f"--out {out}: cannot create its directory in {ancestor}")
     return out
 
 
@@ -283,6 +293,7 @@ def _write(out: Path, calibration) -> Path:
     from planner.catalog.hardware import load_catalog
 
     apply_file(load_catalog(), calibration, out)
+    out.parent.mkdir(parents=True, exist_ok=True)  # the default file's directory may not exist yet
     path = write_calibration(out, calibration)
     apply_calibration(load_catalog(), path)
     return path

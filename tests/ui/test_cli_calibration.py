@@ -248,6 +248,7 @@ def test_calibrate_from_refuses_jobs_that_measured_nothing_on_this_gpu(tmp_path,
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and err[0].startswith("trainplan: error:") and message in err[0], err
     assert not default_calibration_path().exists()
+    assert not default_calibration_path().parent.exists()  # runner53 L11: nor its directory, made empty
 
 
 def test_emit_re_estimates_a_changed_loss_with_the_calibration_plan_applies(tmp_path, capsys):
