@@ -23,9 +23,11 @@ detached; its workers do the same (trainer/locks.py). torch is imported inside `
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from planner.errors import ExitCode
@@ -220,12 +222,14 @@ def main(argv: list[str] | None = None) -> int:
     kills = _quiet_stop_chatter()
     ends = _record_worker_ends()
     saves = True  # without a job (or before it is read): the workers' own words stand
+    log_dir: Path | None = None
     try:
         args = parse_args(sys.argv[1:] if argv is None else argv)
         job = job_of(args)
         saves = job is None or job.run.save_checkpoints
         say_restarts(saves)
         give_workers_their_grace(args, job)
+        log_dir = job_log_dir(args, job)
         ignore_node_rank_off_static(args)
         if "OMP_NUM_THREADS" not in os.environ and determine_local_world_size(args.nproc_per_node) > 1:
             # torchrun's own default (one OpenMP thread per worker), without its warning banner
@@ -247,7 +251,37 @@ def main(argv: list[str] | None = None) -> int:
         return ExitCode.INVALID if type(error).__name__ == "RendezvousTimeoutError" else ExitCode.PEER_LOST
     except KeyboardInterrupt:  # before torchrun installed its handlers
         return ExitCode.ABORTED
+    finally:
+        if log_dir is not None:
+            prune_empty_dirs(log_dir)
     return ExitCode.OK
+
+
+# torchrun's per-launch log tree (run id / attempt / rank), in the job directory rather than a
+# /tmp/torchelastic_* of its own (runner53 L6: 3,159 empty ones left in a shared /tmp).
+TORCHRUN_LOG_DIR = Path("logs") / "torchrun"
+
+
+def job_log_dir(args, job: JobSpec | None) -> Path | None:
+    """Point torchrun's ``--log-dir`` at the job's ``logs/torchrun`` where none was given; the
+    directory to prune after the run (None: not ours)."""
+    if job is None or getattr(args, "log_dir", None):
+        return None
+    log_dir = Path(args.training_script_args[0]) / TORCHRUN_LOG_DIR
+    args.log_dir = str(log_dir)
+    return log_dir
+
+
+def prune_empty_dirs(root: Path) -> None:
+    """Remove the directories under ``root`` (and it) that hold no file: torchrun leaves an empty
+    tree per launch where its workers wrote no error file."""
+    if not root.is_dir():
+        return
+    for path in sorted((p for p in root.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True):
+        with contextlib.suppress(OSError):
+            path.rmdir()  # only succeeds when empty
+    with contextlib.suppress(OSError):
+        root.rmdir()
 
 
 # The modules that train a job directory (trainer.train: jobs emitted before trainer.worker).

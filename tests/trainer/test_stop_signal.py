@@ -211,6 +211,34 @@ def test_torchrun_tells_its_workers_the_grace(tmp_path, monkeypatch) -> None:
     assert os.environ[STOP_GRACE_ENV] == "7"  # the user's own wait
 
 
+def test_torchrun_logs_under_the_job_and_leaves_no_empty_tree(tmp_path) -> None:
+    """runner53 L6: every launch left an empty /tmp/torchelastic_*/<run>/attempt_0/{0,1} tree."""
+    import types
+
+    from tests.trainer.test_stop_grace import make_plan
+    from trainer.job import emit_job
+    from trainer.job_spec import RunSettings
+    from trainer.torchrun import TORCHRUN_LOG_DIR, job_log_dir, job_of, prune_empty_dirs
+
+    job = tmp_path / "job"
+    emit_job(make_plan(), job, name="logs", run=RunSettings())
+    args = types.SimpleNamespace(
+        module=True, training_script="trainer.worker", training_script_args=[str(job)], log_dir=None
+    )
+    log_dir = job_log_dir(args, job_of(args))
+    assert log_dir == job / TORCHRUN_LOG_DIR and args.log_dir == str(log_dir)
+    (log_dir / "run_abc" / "attempt_0" / "0").mkdir(parents=True)  # what torch's agent makes
+    (log_dir / "run_abc" / "attempt_0" / "1").mkdir()
+    (log_dir / "run_def" / "attempt_0" / "1").mkdir(parents=True)
+    (log_dir / "run_def" / "attempt_0" / "1" / "error.json").write_text("{}")  # a worker's error: kept
+    prune_empty_dirs(log_dir)
+    assert sorted(p.relative_to(log_dir).as_posix() for p in log_dir.rglob("*")) == [
+        "run_def", "run_def/attempt_0", "run_def/attempt_0/1", "run_def/attempt_0/1/error.json"
+    ]  # fmt: skip
+    given = types.SimpleNamespace(**{**vars(args), "log_dir": str(tmp_path / "mine")})
+    assert job_log_dir(given, job_of(given)) is None and given.log_dir == str(tmp_path / "mine")  # the user's own
+
+
 def test_torchrun_says_a_stop_at_once_and_a_job_without_checkpoints() -> None:
     from trainer.torchrun import stop_line
 
