@@ -26,7 +26,14 @@ from planner.search.alternatives import best_rows, twin_key
 from planner.search.diagnosis import RowChecks, Unplanned, binding_per_type, diagnose
 from planner.search.solver import new_binaries, run_solver
 from planner.search.table import ScoredTable
-from planner.search.ties import NEAR_TIE_FRACTION, fastest_near_cheapest, first_of_tie, settle_near_tie, tie_order
+from planner.search.ties import (
+    NEAR_TIE_FRACTION,
+    fastest_near_cheapest,
+    first_of_tie,
+    nearest_batch,
+    settle_near_tie,
+    tie_order,
+)
 
 __all__ = [
     "Objective",
@@ -79,12 +86,14 @@ def check_rows(
     budget_usd: float | None = None,
     inventory: Mapping[str, int] | None = None,
     count_caps: Mapping[str, int] | None = None,
+    batch_target: int | None = None,
 ) -> RowChecks:
     """Evaluate every per-row constraint of the single-job model, vectorised.
 
     ``inventory`` maps GPU type -> GPUs available; types not in it are not allowed; ``None``
     means no limit. ``count_caps`` names the types whose ``inventory`` entry is a GPU-count cap
-    (max_gpus) rather than GPUs on hand, for the diagnosis' wording. Raises ValueError on bad limits or on a row that passes the memory,
+    (max_gpus) rather than GPUs on hand, for the diagnosis' wording; ``batch_target`` the batch the
+    search keeps rows at (``nearest_batch``), for the diagnosis' budget answer. Raises ValueError on bad limits or on a row that passes the memory,
     divisibility and batch filters but has a non-finite time or cost.
     """
     if len(table) == 0:
@@ -118,6 +127,7 @@ def check_rows(
         time_s=time_s,
         cost_usd=cost_usd,
         count_caps=dict(count_caps or {}),
+        batch_target=batch_target,
         untimed=table.dominated,
     )
     _check_scored(table, checks.memory & checks.divisibility & checks.batch)
@@ -281,7 +291,9 @@ def solve_single(
     if top_k < 0:
         raise ValueError(f"top_k: expected >= 0, got {top_k}")
     w_cost, w_time = objective_weights(objective, cost_weight)
-    checks = check_rows(table, deadline_s=deadline_s, budget_usd=budget_usd, inventory=inventory)
+    checks = check_rows(
+        table, deadline_s=deadline_s, budget_usd=budget_usd, inventory=inventory, batch_target=batch_target
+    )
     feasible = _feasible_rows(table, checks, batch_target)
     C, T = table.cost_usd, table.time_to_train_s
     C_ref, T_ref = positive_reference(C[feasible]), positive_reference(T[feasible])
@@ -454,26 +466,3 @@ def _single_job_problem(
         if len(of_type):
             problem += pulp.LpAffineExpression((x[i], float(n[kept[i]])) for i in of_type) <= limit
     return problem, x
-
-
-# Batches this close to a target no layout meets train alike (the loss moves smoothly with the
-# batch: McCandlish et al. 2018, "An Empirical Model of Large-Batch Training"), so among them the
-# objective decides. A judgement, not a fit: trial s27 asked 405B for 16e6 tokens (1,953 x 8K
-# sequences, 3^2 x 7 x 31) on 4,096 H100, and only data-parallel degrees dividing 1,953 made the
-# single nearest batch: 512 GPUs and 2,193 days, where 15,990,784 (-0.06 %) ran on all 4,096.
-NEAR_BATCH_FRACTION = 0.01
-
-
-def nearest_batch(batch_tokens: np.ndarray, target: int) -> np.ndarray:
-    """Mask of the entries at the batch asked for: ``target`` itself where an entry meets it; else
-    every entry within ``NEAR_BATCH_FRACTION`` of it; else those at the nearest batch (a tie goes
-    to the larger)."""
-    batch = np.asarray(batch_tokens, dtype=np.int64)
-    distance = np.abs(batch - target)
-    if (exact := distance == 0).any():
-        return exact
-    if (near := distance <= NEAR_BATCH_FRACTION * target).any():
-        return near
-    nearest = distance.min()
-    best = int(batch[distance == nearest].max())
-    return batch == best

@@ -71,7 +71,9 @@ def job_rows(
     window = None if finish_by is None else finish_by - job.release_s
     if window is not None and window <= 0:
         raise _no_window(job, finish_by)
-    checks = check_rows(job.table, deadline_s=window, budget_usd=budget_usd, inventory=inventory)
+    checks = check_rows(
+        job.table, deadline_s=window, budget_usd=budget_usd, inventory=inventory, batch_target=job.batch_target
+    )
     rows = np.flatnonzero(checks.feasible())
     if len(rows) == 0:
         reason = diagnose(job.table, checks)

@@ -265,6 +265,13 @@ def test_a_budget_answer_names_the_fastest_plan_at_about_the_lowest_cost():
     assert answer.constraint is Constraint.BUDGET and answer.named is not None
     assert answer.named.num_gpus >= 256 and answer.named.seconds < 100 * 86400
     assert "the fastest within 1% of the lowest cost" in str(answer)
+    # app53 H1: the cost quoted and asked for is the named plan's own, so a budget raised to it
+    # buys that plan, not the slower cheapest one
+    assert answer.required == answer.named.cost_usd
+    raised = re.search(r"raise the budget to \$([\d.]+)M", answer.fix)
+    assert raised, answer.fix
+    chosen = plan(request.model_copy(update={"budget_usd": float(raised[1]) * 1e6})).plan
+    assert (chosen.gpu, chosen.num_gpus) == (answer.named.gpu, answer.named.num_gpus)
 
 
 def test_a_deadline_fix_over_the_requests_budget_says_so() -> None:

@@ -464,7 +464,7 @@ def test_portfolio_and_fleet_plans_train_at_the_batch_nearest_the_request():
     from planner.catalog.models import get_preset
     from planner.model.settings import DEFAULT_SETTINGS
     from planner.request import requested_batch_tokens
-    from planner.search.ilp import NEAR_BATCH_FRACTION
+    from planner.search.ties import NEAR_BATCH_FRACTION
 
     def asked(batch: int, request: PlanRequest) -> bool:
         target = requested_batch_tokens(request)

@@ -12,7 +12,7 @@ from planner.api.explore import scored_search
 from planner.catalog.models import get_preset
 from planner.errors import InfeasiblePlan
 from planner.layout import TrainingConfig
-from planner.search.ilp import NEAR_BATCH_FRACTION, NEAR_TIE_FRACTION
+from planner.search.ties import NEAR_BATCH_FRACTION, NEAR_TIE_FRACTION
 from ui.cli import main
 
 
