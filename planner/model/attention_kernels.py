@@ -115,6 +115,10 @@ _LONG_SEQS = (32768, 65536, 131072)
 _FA2_LONG_FWD = [403.7 / 394.5, 408.7 / 394.5, 411.0 / 394.5]
 _FA2_LONG_BWD = [330.8 / 320.0, 335.4 / 320.0, 336.0 / 320.0]
 _FA2_CAUSAL_BWD = _causal_backward(_FA2_BWD_NC, _FA2_FWD_C, _FA2_FWD_NC)
+# Its non-causal shares by length, the same bars (the reference is their 16K point): a ring's steps
+# after the first (planner/model/cp_ring.py). Held at 1 past 16K (ESTIMATE: flat from 4K already).
+FLASH2_NON_CAUSAL_FWD = tuple(zip(_SEQS, [v / 370 for v in _FA2_FWD_NC], strict=True))
+FLASH2_NON_CAUSAL_BWD = tuple(zip(_SEQS, [v / 322 for v in _FA2_BWD_NC], strict=True))
 FLASH2 = KernelShapes(
     head_dim_fwd=((64, 324 / 370), (128, 1.0), (256, 326 / 370)),
     head_dim_bwd=((64, 291 / 322), (128, 1.0), (256, 291 / 322)),
@@ -232,4 +236,12 @@ def shape_shares(kernel: KernelShapes, head_dim: int, seq: np.ndarray) -> tuple[
     keys at ``head_dim``."""
     fwd = share(kernel.head_dim_fwd, head_dim) * share(kernel.causal_seq_fwd, seq)
     bwd = share(kernel.head_dim_bwd, head_dim) * share(kernel.causal_seq_bwd, seq)
+    return fwd, bwd
+
+
+def flash2_non_causal_shares(head_dim: int, seq: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(forward, backward) share of FlashAttention-2's reference rate for non-causal attention over
+    ``seq`` tokens at ``head_dim``."""
+    fwd = share(FLASH2.head_dim_fwd, head_dim) * share(FLASH2_NON_CAUSAL_FWD, seq)
+    bwd = share(FLASH2.head_dim_bwd, head_dim) * share(FLASH2_NON_CAUSAL_BWD, seq)
     return fwd, bwd

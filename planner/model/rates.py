@@ -15,6 +15,7 @@ from planner.model import attention_kernels
 from planner.model.attention_kernels import AttentionKernel
 from planner.model.attention_scores import cp_calls_flash_only, eager_softcap_attention, named_kernel_cp_fallback
 from planner.model.candidates import PREC_FP8, Candidates
+from planner.model.cp_ring import ring_flash_shares
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
 
@@ -68,6 +69,10 @@ def attention_rates(c: Candidates, s: ModelingSettings, head_dim: int) -> tuple[
     bwd = np.where(cudnn & ~np.isnan(c.cudnn_attention_bwd_flops), c.cudnn_attention_bwd_flops, bwd)
     seq = c.seq_len / c.cp
     fa2_fwd, fa2_bwd = attention_kernels.shape_shares(attention_kernels.FLASH2, head_dim, seq)
+    # a ring that calls the flash kernel on balanced halves: its later steps are non-causal (cp_ring.py)
+    halves_fwd, halves_bwd = attention_kernels.flash2_non_causal_shares(head_dim, seq / 2.0)
+    fa2_fwd = ring_flash_shares(s.cp_ring_loop, c.cp, fa2_fwd, halves_fwd)
+    fa2_bwd = ring_flash_shares(s.cp_ring_loop, c.cp, fa2_bwd, halves_bwd)
     cudnn_fwd, cudnn_bwd = attention_kernels.shape_shares(
         attention_kernels.CUDNN_SHAPES[s.cudnn_generation], head_dim, seq
     )

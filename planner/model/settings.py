@@ -14,6 +14,7 @@ from typing import Any
 
 from planner.model.attention_kernels import AttentionKernel, CudnnGeneration
 from planner.model.block_rows import Recompute
+from planner.model.cp_ring import RingLoop
 from planner.model.settings_job import CLIP_BYTES_PER_PARAM, JobSettings
 from planner.model.zero_config import ZeroConfig
 from planner.units import GIB, MIB
@@ -366,6 +367,10 @@ class ModelingSettings(JobSettings):
     # and keeps them for backward. True (Megatron-Core/TransformerEngine ring attention): K,V
     # chunks pass around the ring, each rank keeps only its own.
     cp_ring_attention: bool = False
+    # The stack's ring-attention loop as its code runs it (planner/model/cp_ring.py: torch's fp32
+    # merges and gradient accumulators per ring step, its non-causal half-chunk steps); None: one
+    # SDPA call per block (trainplan's all-gather), or a loop this model has not read.
+    cp_ring_loop: RingLoop | None = None
     # Sequence parallelism with tensor parallelism: torch's DTensor ColwiseParallel (trainplan's
     # trainer/tensor_parallel.py) saves the all-gathered (whole-sequence) input of each
     # column-parallel linear for its weight gradient; Megatron saves only its 1/tp sequence shard

@@ -14,6 +14,7 @@ from planner.model.attention_choice import with_attention
 from planner.model.attention_kernels import AttentionKernel
 from planner.model.block_rows import Recompute
 from planner.model.candidates import AC_BLOCKS, AC_FULL
+from planner.model.cp_ring import TORCH_RING_LOOP
 from planner.model.settings import (
     DEFAULT_SETTINGS,
     FUSED_CE_BYTES_PER_LOGIT,
@@ -294,11 +295,15 @@ DEEPSEEK_V3_SETTINGS = MEGATRON_CORE_SETTINGS.but(
 # (settings.py, read in torchtitan's ``apply_tp`` at 9dec370). Async TP
 # (experimental.enable_async_tensor_parallel, off by default, compile only: inductor's
 # _micro_pipeline_tp) pipelines the collectives into the GEMMs; not modelled.
+# Its context parallelism is torch's (torch.distributed.tensor.experimental.context_parallel):
+# one SDPA per ring step on load-balanced halves, merged step by step in fp32 (``TORCH_RING_LOOP``,
+# cp_ring.py). Its K/V exchange is still timed as trainplan's all-gather (cp_ring_attention False).
 TORCHTITAN_SETTINGS = DEFAULT_SETTINGS.but(
     loss_chunk_tokens=0,
     sliding_window_band=False,
     compile_fuses_loss=True,
     selective_per_op=True,
+    cp_ring_loop=TORCH_RING_LOOP,
 )
 
 # Hugging Face Trainer / accelerate: transformers' modules (impl hf) under accelerate's FSDP (or

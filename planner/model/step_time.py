@@ -24,6 +24,7 @@ from planner.model.candidates import (
     Candidates,
     reductions_per_step,
 )
+from planner.model.cp_ring import ring_merge_bytes
 from planner.model.flops import (
     attention_recompute_fraction,
     forward_flops_per_token,
@@ -202,6 +203,7 @@ def compute_time_per_microbatch(model: ModelSpec, c: Candidates, s: ModelingSett
     for rank in pipeline_ranks(model.num_layers, c):
         terms = rank_compute_time(model, c, s, rank.layers, rank.head)
         terms["memory_bound"] = terms["memory_bound"] + grad_accumulation_s(model, c, s, rank)
+        terms["memory_bound"] = terms["memory_bound"] + ring_merge_s(model, c, s, rank.layers)
         per_rank.append(terms)
     slowest = np.argmax(np.stack([sum(terms.values()) for terms in per_rank]), axis=0)
     return {term: np.choose(slowest, [terms[term] for terms in per_rank]) for term in per_rank[0]}
@@ -216,6 +218,20 @@ def grad_accumulation_s(model: ModelSpec, c: Candidates, s: ModelingSettings, ra
         return np.zeros(len(c))
     params = stage_params(model, c, rank).total / c.tp
     return params * s.grad_accum_bytes_per_param / rates.copy_bandwidth(c, s)
+
+
+def ring_merge_s(model: ModelSpec, c: Candidates, s: ModelingSettings, n_layers) -> np.ndarray:
+    """Seconds per micro-batch of the stack's ring merges (``s.cp_ring_loop``, planner/model/
+    cp_ring.py) on a rank of ``n_layers`` blocks: eager ops of the stack's own Python, so compile
+    fuses them as it fuses any (``fused_elementwise_bytes``), at the eager kernels' bandwidth.
+    They run wherever the ring forward runs, recomputed forwards too (as its flash term)."""
+    if s.cp_ring_loop is None:
+        return np.zeros(len(c))
+    attention = block_table(model).attention
+    elements = c.micro_batch * c.seq_len / c.cp * attention.heads * attention.v_head_dim / c.tp
+    forwards = 1.0 + recompute_fraction(c, n_layers) + attention_recompute_fraction(c)
+    merged = n_layers * ring_merge_bytes(s.cp_ring_loop, elements, c.cp, forwards)
+    return fused_elementwise_bytes(merged, merged, c, s) / rates.eager_bandwidth(c, s)
 
 
 def recomputed_module_work(

@@ -43,7 +43,9 @@ def test_pytorch_context_parallelism_runs_flash_attention_2_and_transformer_engi
     cuDNN; TransformerEngine's CP runs its fused (cuDNN) attention."""
     cp = Layout(cp=2)
     assert attention_s(None, layout=cp) == pytest.approx(attention_s(K.SDPA_FA2, layout=cp))
-    assert attention_s(None, layout=cp, stack=Stack.TORCHTITAN) == pytest.approx(attention_s(K.SDPA_FA2, layout=cp))
+    titan = attention_s(None, layout=cp, stack=Stack.TORCHTITAN)  # its ring's own shapes (cp_ring.py)
+    assert titan == pytest.approx(attention_s(K.SDPA_FA2, layout=cp, stack=Stack.TORCHTITAN))
+    assert titan == pytest.approx(attention_s(K.CUDNN, layout=cp, stack=Stack.TORCHTITAN))  # flash under its cp
     core = attention_s(None, layout=cp, stack=Stack.MEGATRON_CORE)
     assert core < attention_s(K.SDPA_FA2, layout=cp, stack=Stack.MEGATRON_CORE)
 
