@@ -30,11 +30,11 @@ from ui.render import (
     emit_json,
     no_infeasibility,
     out,
-    run_it,
     warn,
     whole_words,
 )
 from ui.render_calibration import calibration_json, calibration_line
+from ui.render_jobs import run_it
 from ui.render_lines import after_line, jobs_figures_lines, jobs_run_losses_json, release_line
 from ui.render_ownership import OwnedBasis
 
