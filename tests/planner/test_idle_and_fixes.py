@@ -294,3 +294,30 @@ def test_a_deadline_fix_over_the_requests_budget_says_so() -> None:
     with pytest.raises(InfeasiblePlan) as roomy:
         plan(PlanRequest(**ask, budget_usd=cost * 2))
     assert "budget" not in roomy.value.fix
+
+
+def test_the_plan_a_raised_budget_buys_is_at_the_batch_and_within_the_near_tie():
+    """review53: the budget answer's row (diagnosis ``_bought_at``) keeps the search's batch rule
+    and never costs past the lowest cost's near tie (a branch worded past it could never run)."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from planner.search.diagnosis import _bought_at
+    from planner.search.ties import NEAR_TIE_FRACTION
+
+    rng = np.random.default_rng(53)
+    for _ in range(200):
+        n = int(rng.integers(2, 30))
+        cost, time = rng.uniform(100.0, 103.0, n), rng.uniform(1.0, 10.0, n)
+        batch = rng.choice([1_000_000, 2_000_000, 4_000_000], n)
+        target = int(rng.choice(batch))
+        checks = SimpleNamespace(cost_usd=cost, time_s=time, batch_target=target)
+        rows = np.arange(n)
+        cheapest = cost.min()
+        row = _bought_at(
+            SimpleNamespace(extra={"batch_tokens": batch}), checks, rows, cheapest * (1 + NEAR_TIE_FRACTION)
+        )
+        assert cost[row] <= cheapest * (1 + NEAR_TIE_FRACTION)
+        at_target = cost[batch == target] <= cheapest * (1 + NEAR_TIE_FRACTION)
+        assert batch[row] == target or not at_target.any()
