@@ -24,6 +24,17 @@ from ui.console import ABORTED_LINE
 
 # Enough to find the option without reading a list.
 MAX_OPTION_SUGGESTIONS = 3
+# The model size the --tokens example is worked for (app53 L12: ``--tokens: `` said nothing).
+EXAMPLE_PARAMS = 8e9
+
+
+def required_example(name: str) -> str:
+    """What to type for a required option left out; the tokens follow the app's default rule."""
+    if name != "--tokens":
+        return ""
+    from ui.app_core import CHINCHILLA_TOKENS_PER_PARAM as per_param
+
+    return f" (e.g. --tokens {EXAMPLE_PARAMS * per_param / 1e9:g}e9 for an 8B model, {per_param} × its parameters)"
 
 
 def _flush_stdout() -> bool:
@@ -76,6 +87,8 @@ def bad_parameter_line(exc: click.exceptions.BadParameter) -> str:
     or equal to 1" (review s49: the range errors read three ways)."""
     from pydantic import ValidationError
 
+    if isinstance(exc, click.exceptions.MissingParameter):
+        return missing_parameter_line(exc)
     cause = exc.__cause__
     names = exc.param.opts if exc.param is not None else []
     if isinstance(cause, ValidationError) and cause.errors() and names:
@@ -84,6 +97,17 @@ def bad_parameter_line(exc: click.exceptions.BadParameter) -> str:
         return f"{max(names, key=len)}: {exc.message}"
     # typer >= 0.2x converts an enum flag with pydantic and keeps its "Value error, " prefix
     return exc.format_message().replace(": Value error, ", ": ")
+
+
+def missing_parameter_line(exc: click.exceptions.MissingParameter) -> str:
+    """``--tokens is required (e.g. ...)``: click's ``MissingParameter`` is a ``BadParameter`` whose
+    message is empty, so the generic line ended in a bare colon (app53 L12)."""
+    param = exc.param
+    if param is None:
+        return exc.format_message()
+    opts = [opt for opt in param.opts if opt.startswith("--")]
+    name = max(opts, key=len) if opts else (param.name or "argument").upper()
+    return f"{name} is required{required_example(name)}"
 
 
 def run(app: typer.Typer, argv: list[str] | None = None) -> int:

@@ -99,3 +99,19 @@ def test_a_suffixed_flag_reads_in_the_plan_and_refuses_in_one_line() -> None:
     assert suffixed["time_to_train_h"] == written["time_to_train_h"] and suffixed["num_gpus"] == written["num_gpus"]
     line = refused_line(*PLAN[:3], "--tokens", "15X")
     assert line.startswith("trainplan: error: --tokens must be a number such as 2e11") and line.endswith("(got 15X)")
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (
+            ("plan", "--model", "gpt3-125m"),
+            "--tokens is required (e.g. --tokens 160e9 for an 8B model, 20 × its parameters)",
+        ),
+        (("plan", "--tokens", "1e9"), "--model is required"),
+        (("emit",), "PLAN_FILE is required"),
+    ],
+)
+def test_a_missing_required_option_says_it_is_required(args: tuple[str, ...], line: str) -> None:
+    """app53 L12: click's MissingParameter has an empty message, so the line ended ``--tokens: ``."""
+    assert refused_line(*args) == f"trainplan: error: {line}"
