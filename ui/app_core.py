@@ -153,6 +153,15 @@ def duration_key(hours: float) -> tuple[str, float]:
 DEFAULT_PRESET = "llama3-8b"
 
 
+def job_box_defaults() -> dict[str, object]:
+    """The portfolio's per-job boxes as they start, and as Add job leaves them for the next job
+    (app53 M4: the next job silently kept the last one's predecessors and release day)."""
+    return {
+        "job_start_after": 0.0,  # a job's start_after_days: from the start
+        "job_after": [],  # the jobs a job starts after: none
+    }
+
+
 def widget_defaults(cat: Catalog) -> dict[str, object]:
     """Every widget's starting value, by widget key (the app puts them in session_state once)."""
     tco = TcoAssumptions()
@@ -196,8 +205,7 @@ def widget_defaults(cat: Catalog) -> dict[str, object]:
         "run_steps": 20,
         "job_name": "job-1",
         "horizon_days": 0.0,
-        "job_start_after": 0.0,  # a job's start_after_days: from the start
-        "job_after": [],  # the jobs a job starts after: none
+        **job_box_defaults(),
         "num_slots": 1,
         "portfolio_answer": "on_inventory",  # the portfolio's jobs on the inventory, or rent vs buy (fleet)
         "fleet_horizon_days": 365.0,  # a year, as examples/fleet.toml (fleet needs a horizon)

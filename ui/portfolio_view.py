@@ -48,6 +48,19 @@ PORTFOLIO_FORMATS = {
 }
 
 
+# A text column's width from its longest entry: the browser sizes a table's columns from the rows it
+# first draws, so a job's "after" added later was cut ("pretrain-7(", app53 M5). Pixels a character
+# of the table's font takes at most (Latin; a CJK name is wider but job names are Latin in practice),
+# the cell's padding, and the widest a column gets (a 40-character name) before its tooltip shows the rest.
+TABLE_CHAR_PX, TABLE_PAD_PX, TABLE_TEXT_MAX_PX = 8, 20, 200
+
+
+def text_column_px(texts: list[str], header: str) -> int:
+    """The width that shows ``texts`` and ``header`` whole, up to ``TABLE_TEXT_MAX_PX``."""
+    longest = max((len(t) for t in [*texts, header]), default=0)
+    return min(TABLE_TEXT_MAX_PX, longest * TABLE_CHAR_PX + TABLE_PAD_PX)
+
+
 def shared_inventory(request: PlanRequest) -> dict[str, int]:
     """The portfolio's inventory: each allowed type's count, or the GPU-count cap where it has none."""
     cap = request.max_gpus or DEFAULT_MAX_GPUS
@@ -64,19 +77,19 @@ def rented_under_pricing(request: PlanRequest, bought: bool) -> frozenset[str]:
 def add_job(tr: Labels, jobs: dict[str, str], name: str, request_json: str) -> None:
     """Add a job under a new name; a taken name is refused (Update replaces a job on purpose). The
     name box then offers the next free "job-N" (trial s44 app M5: a second Add was refused, the box
-    still reading the first job's name)."""
+    still reading the first job's name), and its release day and predecessors start over (app53 M4)."""
     if not name:
         st.error(tr("job_name_needed"))
     elif name in jobs:
         st.error(tr("job_name_taken", name=plain(name)))
     else:
         jobs[name] = request_json
-        st.session_state[NEXT_JOB_NAME] = next_job_name(jobs)
+        st.session_state[NEXT_JOB_BOXES] = {"job_name": next_job_name(jobs), **app_core.job_box_defaults()}
         st.rerun()
 
 
-# The name the box takes on the next run: a widget's value may change only before it is drawn.
-NEXT_JOB_NAME = "next_job_name"
+# The values the job boxes take on the next run: a widget's value may change only before it is drawn.
+NEXT_JOB_BOXES = "next_job_boxes"
 
 
 def next_job_name(jobs: dict[str, str]) -> str:
@@ -85,20 +98,21 @@ def next_job_name(jobs: dict[str, str]) -> str:
 
 
 def job_controls(tr: Labels, jobs: dict[str, str], inputs: Inputs) -> None:
-    """Add the sidebar's job (with its release day); update or remove one job; remove all (buttons
-    aligned with the inputs)."""
+    """Add the sidebar's job (with its release day and predecessors); update or remove one job;
+    remove all. Two boxes or buttons a row at most: four in a row cut them to "Add …", "Rem…" and
+    "10.0(" at 800 px and the start day at 1,280 px (app53 M5)."""
     releases: dict[str, float] = st.session_state["portfolio_releases"]
     afters: dict[str, tuple[str, ...]] = st.session_state["portfolio_after"]
+    st.session_state.update(st.session_state.pop(NEXT_JOB_BOXES, {}))
     after = after_box(tr, jobs)
-    left, start, mid, right = st.columns([2, 1, 1, 1], vertical_alignment="bottom")
-    if NEXT_JOB_NAME in st.session_state:
-        st.session_state["job_name"] = st.session_state.pop(NEXT_JOB_NAME)
+    left, right = st.columns(2, vertical_alignment="bottom")
     name = left.text_input(tr("job_name"), key="job_name", max_chars=40)
     release = number_box(
-        start, tr, "job_start_after", min_value=0.0, max_value=MAX_DAYS, step=1.0, key="job_start_after",
+        right, tr, "job_start_after", min_value=0.0, max_value=MAX_DAYS, step=1.0, key="job_start_after",
         help=tr("job_start_after_help"),
     )  # fmt: skip
-    if mid.button(tr("add_job"), key="add_job", use_container_width=True):
+    left, right = st.columns(2)
+    if left.button(tr("add_job"), key="add_job", use_container_width=True):
         if name.strip() and name.strip() not in jobs:  # a refused Add leaves the listed job's own (review52)
             keep_release(releases, name.strip(), release)
             keep_after(afters, name.strip(), after)
@@ -107,14 +121,20 @@ def job_controls(tr: Labels, jobs: dict[str, str], inputs: Inputs) -> None:
         jobs.clear()
         releases.clear()
         afters.clear()
-    if not jobs:
-        return
-    left, mid, right = st.columns([2, 1, 1], vertical_alignment="bottom")
+    if jobs:
+        edit_job(tr, jobs, inputs, release, after)
+
+
+def edit_job(tr: Labels, jobs: dict[str, str], inputs: Inputs, release: float, after: list[str]) -> None:
+    """Pick a listed job, then update it with the sidebar (and the boxes above) or remove it."""
+    releases: dict[str, float] = st.session_state["portfolio_releases"]
+    afters: dict[str, tuple[str, ...]] = st.session_state["portfolio_after"]
     names = list(jobs)
     if st.session_state.get("job_pick") not in names:
         st.session_state["job_pick"] = names[0]
-    picked = left.selectbox(tr("job_pick"), names, key="job_pick")
-    if mid.button(tr("update_job"), key="update_job", use_container_width=True, help=tr("update_job_help")):
+    picked = st.selectbox(tr("job_pick"), names, key="job_pick")
+    left, right = st.columns(2)
+    if left.button(tr("update_job"), key="update_job", use_container_width=True, help=tr("update_job_help")):
         jobs[picked] = inputs.key
         keep_release(releases, picked, release)
         keep_after(afters, picked, after)
@@ -183,16 +203,19 @@ def show_jobs(tr: Labels, inputs: Inputs) -> tuple[dict[str, PlanRequest], str] 
         st.info(tr("no_jobs"))
         return None
     requests = {name: PlanRequest.model_validate_json(text) for name, text in jobs.items()}
+    frame = app_core.jobs_frame(requests, job_releases(jobs), job_after(jobs))
+    after_px = text_column_px(list(frame["after"]), tr("col_after"))
     st.dataframe(
-        app_core.jobs_frame(requests, job_releases(jobs), job_after(jobs)).rename(columns=lambda c: tr(f"col_{c}")),
+        frame.rename(columns=lambda c: tr(f"col_{c}")),
         hide_index=True,
         placeholder=app_core.BLANK,
-        key="portfolio_jobs_table",
+        key=f"portfolio_jobs_table_{after_px}",  # keyed by it: the browser keeps a table's first widths
         column_config={
             tr("col_tokens_b"): st.column_config.NumberColumn(format="%,.1f"),
             tr("col_deadline_days"): st.column_config.NumberColumn(format="%,.1f"),
             tr("col_start_after_days"): st.column_config.NumberColumn(format="%,.1f"),
             tr("col_budget_usd"): st.column_config.NumberColumn(format=app_core.DOLLARS),
+            tr("col_after"): st.column_config.TextColumn(width=after_px),
         },
     )
     for line in jobs_run_losses_texts(tr, {name: r.run_losses for name, r in requests.items()}):

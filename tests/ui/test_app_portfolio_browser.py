@@ -1,6 +1,7 @@
 """Trial s44 app L6: the portfolio's jobs table ran past its page ("days, 80 % b..." cut off behind a
 horizontal scroll bar) at 1500 px. As Chromium draws them, the schedule and cost tables fit their
-page in both languages (the fixtures and helpers of tests/ui/test_app_browser.py)."""
+page in both languages, and (app53 M5) the job controls' words are whole at 1,280 and 800 px (the
+fixtures and helpers of tests/ui/test_app_browser.py)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,28 @@ WIDTHS = """() => [...document.querySelectorAll('[data-testid=stMain] [data-test
 })"""
 
 
-def test_the_portfolio_tables_fit_the_page_at_1280_px(app_url, tmp_path):  # noqa: F811
+# The job controls' words the page cuts with an ellipsis or behind the box's edge: a button's
+# label ("Add …", "Rem…" at 800 px) or a box's value ("10.0(" at 1,280 px; app53 M5).
+CONTROLS_CUT = """() => [...document.querySelectorAll(
+    "[data-testid=stMain] [data-testid=stButton] [data-testid=stMarkdownContainer], [data-testid=stMain] input")]
+  .filter(e => e.scrollWidth > e.clientWidth + 1 && e.clientWidth > 0)
+  .map(e => e.value || e.textContent)"""
+
+
+def add_job_after(app: Page, first: str, start_after_days: str) -> None:
+    """Add the sidebar's job again, after ``first``; then type a start day into the emptied box."""
+    app.page.get_by_label(EN("job_after"), exact=True).click()
+    app.page.get_by_role("option", name=first, exact=True).click()
+    app.page.keyboard.press("Escape")
+    app.page.wait_for_timeout(1500)
+    app.page.get_by_role("button", name=EN("add_job")).click()
+    app.page.wait_for_function(  # the name box offers the next name once the job is in
+        "() => [...document.querySelectorAll('input')].some(box => box.value == 'job-3')", timeout=120_000
+    )
+    app.number(EN("job_start_after"), start_after_days)
+
+
+def test_the_portfolio_tables_and_controls_fit_the_page_at_1280_and_800_px(app_url, tmp_path):  # noqa: F811
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
@@ -38,6 +60,17 @@ def test_the_portfolio_tables_fit_the_page_at_1280_px(app_url, tmp_path):  # noq
                 assert all(held is not None and held <= shown for _, held, shown in widths), (tr.lang, widths)
                 assert len(widths) == 3, widths  # the jobs, the schedule and the costs
                 app.check(f"portfolio-{tr.lang}")
+            app.page.get_by_text("English", exact=True).click()
+            app.wait_text(EN("jobs_cost"), 120, exact=True)
+            add_job_after(app, "job-1", "10")  # the trial's second job, its start day typed in
+            for width, tr in ((1280, EN), (800, EN), (800, ZH)):
+                app.page.set_viewport_size({"width": width, "height": 1100})
+                if tr is ZH:
+                    app.page.get_by_text("中文", exact=True).click()
+                app.wait_text(tr("jobs_cost"), 120, exact=True)
+                app.page.wait_for_timeout(2000)  # the rerun's skeletons replaced by the controls
+                assert app.page.evaluate(CONTROLS_CUT) == [], (width, tr.lang)
+                app.check(f"portfolio-controls-{width}-{tr.lang}")
         finally:
             browser.close()
 

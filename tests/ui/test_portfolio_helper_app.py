@@ -176,3 +176,38 @@ def test_a_refused_add_leaves_the_listed_jobs_after_and_start_day():
     at.button(key="add_job").click().run()
     assert EN("job_name_taken", name="later") in [e.value for e in at.error]
     assert at.session_state["portfolio_after"] == {} and at.session_state["portfolio_releases"] == {}
+
+
+def test_add_job_starts_the_next_jobs_predecessors_and_release_day_over():
+    """app53 M4: after Add job the name box moved on, but "Starts after these jobs end" and "Start
+    after (days)" kept the last job's, so the next job waited for a job nobody asked it to."""
+    at = run_app(portfolio_mode=True, gpus=["h100-sxm"], inventory={"h100-sxm": 64})
+    at.text_input(key="job_name").set_value("first")
+    at.button(key="add_job").click().run()
+    at.text_input(key="job_name").set_value("later")
+    at.multiselect(key="job_after").set_value(["first"])
+    at.number_input(key="job_start_after").set_value(10.0)
+    at.button(key="add_job").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.multiselect(key="job_after").value == [] and at.number_input(key="job_start_after").value == 0.0
+    at.text_input(key="job_name").set_value("third")
+    at.button(key="add_job").click().run()
+    listed = table(at, EN("col_after")).set_index(EN("col_job"))
+    assert listed.loc["later", EN("col_after")] == "first" and listed.loc["third", EN("col_after")] == ""
+    assert at.session_state["portfolio_releases"] == {"later": 10.0}
+
+
+def test_the_jobs_tables_after_column_is_as_wide_as_a_predecessors_name():
+    """app53 M5: the browser sizes a table's columns when it first draws it, with "after" empty, so
+    a predecessor added later read "pretrain-7(": the column is now sized to its longest entry."""
+    from ui.portfolio_view import TABLE_CHAR_PX
+
+    at = run_app(portfolio_mode=True, gpus=["h100-sxm"], inventory={"h100-sxm": 64})
+    at.text_input(key="job_name").set_value("pretrain-70b")
+    at.button(key="add_job").click().run()
+    at.multiselect(key="job_after").set_value(["pretrain-70b"])
+    at.button(key="add_job").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    jobs_table = next(d for d in at.dataframe if EN("col_after") in d.value.columns)
+    width_px = json.loads(jobs_table.proto.columns)[EN("col_after")]["width"]
+    assert width_px > len("pretrain-70b") * TABLE_CHAR_PX
