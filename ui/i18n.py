@@ -191,6 +191,10 @@ _LABELS: dict[str, tuple[str, str]] = {
     "auto": ("auto (by model size)", "自动（按模型规模）"),
     "precision": ("Precision", "精度"),
     "ac": ("Activation checkpointing allowed", "允许的激活重计算"),
+    "ac_set_aside": (
+        "{stack} has no switch for {modes}: left out of the search, and put back when you pick a stack that has.",
+        "{stack} 没有 {modes} 的开关：搜索时不含这些模式；选择支持它们的软件栈后会自动恢复。",
+    ),
     "opt_none": ("none", "不使用"),
     "opt_selective": ("selective", "选择性"),
     "opt_full": ("full", "完全"),

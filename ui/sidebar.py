@@ -17,7 +17,7 @@ from planner.accuracy import Risk
 from planner.api import PlanRequest
 from planner.catalog.hardware import Catalog
 from planner.catalog.models import get_preset, list_presets
-from planner.layout import ActivationCheckpointing, Precision
+from planner.layout import Precision
 from planner.limits import (
     MAX_BUDGET_USD,
     MAX_CHINCHILLA_MULTIPLE,
@@ -33,7 +33,6 @@ from planner.model.optimizer_precision import OptimizerPrecision
 from planner.model.spec import ModelSpec
 from planner.model.stacks import Stack
 from planner.model.structure import context_extension
-from planner.request import DEFAULT_AC
 from planner.search.ownership import TcoAssumptions
 from ui import app_core
 from ui.calibration_upload import CalibrationUpload
@@ -49,7 +48,7 @@ from ui.reasons import (
     refusal,
 )
 from ui.sidebar_losses import sidebar_run_losses
-from ui.sidebar_stack import sidebar_stack
+from ui.sidebar_stack import ac_modes_for_stack, sidebar_stack
 
 SEQ_LENS = tuple(2**k for k in range(9, 18))  # 512 .. 131072
 GLOBAL_BATCHES = (0, *(2**k for k in range(13, 25)))  # 0 = the planner's default; 8K .. 16M
@@ -347,11 +346,10 @@ def sidebar_training(tr: Labels, model: ModelSpec | None) -> dict:
     precision = st.selectbox(tr("precision"), [p.value for p in Precision], key="precision")
     # only the modes the stack has a switch for (review s41: torchtitan refused "blocks" after it was offered)
     stack = Stack(st.session_state.get("stack", Stack.TRAINPLAN.value))
-    offered = [a.value for a in ActivationCheckpointing if stack.offers_ac(a)]
-    if any(m not in offered for m in st.session_state.get("ac", [])):
-        kept_modes = [m for m in st.session_state["ac"] if m in offered]
-        st.session_state["ac"] = kept_modes or [a.value for a in DEFAULT_AC if a.value in offered]
+    offered, set_aside = ac_modes_for_stack(stack)
     ac = st.multiselect(tr("ac"), offered, key="ac", format_func=tr.option)
+    if set_aside:  # said, and put back when a stack offers them again (app53 M3)
+        st.caption(tr("ac_set_aside", stack=stack.value, modes=tr.join(tr.option(m) for m in set_aside)))
     offload = st.checkbox(tr("allow_offload"), key="allow_offload")
     max_gpus = number_box(st, tr, "max_gpus", min_value=1, max_value=MAX_GPUS, step=64, key="max_gpus")
     top_k = st.slider(tr("top_k"), 1, 50, key="top_k")

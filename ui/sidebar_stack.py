@@ -10,9 +10,11 @@ import streamlit as st
 
 from planner.catalog.calibration import read_calibration_bytes
 from planner.errors import CatalogError
+from planner.layout import ActivationCheckpointing
 from planner.model.attention_kernels import AttentionKernel
 from planner.model.spec import ModelSpec
 from planner.model.stacks import Stack
+from planner.request import DEFAULT_AC
 from planner.stack_rules import StackSwitch, stack_switch
 from ui import app_core
 from ui.cached import cached_calibration
@@ -82,3 +84,24 @@ def sidebar_stack(tr: Labels, model: ModelSpec | None) -> tuple[Stack, StackSwit
         st.error(tr("bad_calibration", error=error))
         return chosen, switch, None
     return chosen, switch, upload
+
+
+# The checkpointing modes a stack without their switch took out of "Activation checkpointing
+# allowed", kept to put back when a stack offers them again (app53 M3: a round trip through
+# deepspeed and hf-trainer left {none, full}, and every later search a smaller space, unsaid).
+AC_SET_ASIDE = "ac_set_aside"
+
+
+def ac_modes_for_stack(stack: Stack) -> tuple[list[str], list[str]]:
+    """(the modes ``stack`` has a switch for, the chosen ones it lacks), the box's choice set to
+    the chosen modes it has, with those set aside before and offered again put back; the planner's
+    default modes it has where none is left (review s41: torchtitan refused "blocks" once offered)."""
+    state = st.session_state
+    offered = [a.value for a in ActivationCheckpointing if stack.offers_ac(a)]
+    chosen = list(state.get("ac", []))
+    aside = [m for m in state.get(AC_SET_ASIDE, []) if m not in chosen]
+    if any(m not in offered for m in chosen) or any(m in offered for m in aside):
+        kept = [m for m in offered if m in chosen or m in aside]
+        state["ac"] = kept or [a.value for a in DEFAULT_AC if a.value in offered]
+    state[AC_SET_ASIDE] = [m for m in [*aside, *chosen] if m not in offered]
+    return offered, state[AC_SET_ASIDE]

@@ -478,3 +478,21 @@ def test_torchtitan_is_offered_only_the_modes_it_has():
     assert at.selectbox(key="ex_ac").options == ["none", "selective", "full"]
     at.sidebar.selectbox(key="stack").set_value(Stack.TRAINPLAN.value).run()
     assert len(at.sidebar.multiselect(key="ac").options) == 5 and "zero1" in at.selectbox(key="ex_sharding").options
+
+
+@pytest.mark.parametrize("tr", [EN, ZH])
+def test_a_stack_round_trip_puts_the_checkpointing_modes_back_and_says_which_are_out(tr):
+    """app53 M3: trainplan -> deepspeed -> hf-trainer -> trainplan left "Activation checkpointing
+    allowed" at {none, full}: selective and blocks were gone for good, and nothing said so."""
+    at = run_app(lang=tr.lang)
+    start = list(at.sidebar.multiselect(key="ac").value)
+    assert {"selective", "blocks"} <= set(start)
+    for stack in (Stack.DEEPSPEED, Stack.HF_TRAINER):
+        at.sidebar.selectbox(key="stack").set_value(stack.value).run()
+        assert not at.exception, [e.value for e in at.exception]
+        assert list(at.sidebar.multiselect(key="ac").value) == ["none", "full"]
+        modes = tr.join(tr.option(m) for m in ("selective", "blocks"))
+        assert tr("ac_set_aside", stack=stack.value, modes=modes) in [c.value for c in at.sidebar.caption]
+    at.sidebar.selectbox(key="stack").set_value(Stack.TRAINPLAN.value).run()
+    assert list(at.sidebar.multiselect(key="ac").value) == start
+    assert not [c for c in at.sidebar.caption if c.value.startswith(Stack.HF_TRAINER.value)]
