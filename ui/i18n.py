@@ -668,6 +668,12 @@ _LABELS: dict[str, tuple[str, str]] = {
         "显存可能不够：预留峰值的 80% 误差区间上端达 {high:.1f} GiB，超过 GPU 除 CUDA 上下文外的 {room:.1f} GiB。"
         "如需按这一余量规划，请将“{slider}”调高到 {headroom}。",
     ),
+    "memory_judged_at_model": (
+        "Judged at the model's figure: at {risk}, no plan whose reserved peak fits at its 80 % band's high end"
+        " meets the request (deadline, budget, GPUs), so this plan's memory was judged at the model's figure.",
+        "按模型估计值判断：在 {risk} 下，没有一个预留峰值在 80% 区间上端仍放得下的方案能满足要求（期限、预算、GPU），"
+        "因此本方案的显存按模型估计值判断。",
+    ),
     "memory_risk_past_headroom": (
         "Memory may not fit: the reserved peak's 80 % band reaches {high:.1f} GiB, past the {room:.1f} GiB the GPU"
         " holds beside the CUDA context, and even {most}% headroom would not give that margin: choose a layout"

@@ -327,6 +327,17 @@ def card_captions(
     return lines + list(filter(None, (calibration_text(tr, plan, calibration),)))
 
 
+def memory_warning_text(tr: Labels, plan: Plan, result) -> str | None:
+    """The card's memory warning: where the search fell back to the model's figure (no plan that
+    fits at its band's high end met the request; ``PlanResult.memory_judged_at_model``), that first,
+    as the CLI's warning says it (app53 H1: the card said only "may not fit"); then the band's words."""
+    memory = memory_risk_text(tr, plan.estimate)
+    if not result.memory_judged_at_model:
+        return memory
+    at_model = tr("memory_judged_at_model", risk=result.risk.value)
+    return at_model if memory is None else tr.sentences(at_model, memory)
+
+
 def plan_card(
     tr: Labels,
     plan: Plan,
@@ -346,7 +357,7 @@ def plan_card(
             st.warning(tr("long_job", time=duration(tr, hours), risk=result.risk.value))
         for note in notes:
             st.warning(note)
-        if (memory := memory_risk_text(tr, plan.estimate)) is not None:
+        if (memory := memory_warning_text(tr, plan, result)) is not None:
             st.warning(memory, icon=":material/memory:")
         for row in filter(None, card_rows(tr, plan, bought)):
             for column, (_, key, value) in zip(st.columns([width for width, _, _ in row]), row, strict=True):

@@ -86,6 +86,10 @@ class PlanResult:
     larger_batch_plan: Plan | None = None  # that plan
     per_gpu: tuple[Plan, ...] | None = None  # ``request.per_gpu``: each other GPU type's best plan, best first
     searched_gpus: tuple[str, ...] = ()  # the GPU types the search scored
+    # At --risk p80 / p90 no plan that fits at its reserved peak's band's high end met the request, so
+    # this one was chosen at the model's figure, and its band's high end passes the GPU's memory: the
+    # CLI's warning (``memory_at_model_warnings``) and the app's card read it (app53 H1: only the CLI said so).
+    memory_judged_at_model: bool = False
 
     @property
     def priced_plans(self) -> tuple[Plan, ...]:
@@ -302,7 +306,8 @@ def search_result(
     )
     shown = result.priced_plans
     warnings = search_warnings(request, scope.unpriced, scope.catalog, chosen, side.varied, varied_plan, shown)
-    return replace(result, warnings=warnings + memory_at_model_warnings(request, chosen, at_model))
+    result = replace(result, memory_judged_at_model=at_model and chosen.estimate.may_not_fit)
+    return replace(result, warnings=warnings + memory_at_model_warnings(request, result))
 
 
 def explained(

@@ -9,6 +9,7 @@ fields for when each is offered.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -21,12 +22,14 @@ from planner.errors import InfeasiblePlan
 from planner.frontier import OVER_BUDGET_STRETCH, Knee, NearTie, OverBudget, knee_versus, near_tie, over_budget
 from planner.idle import IdleGPUs, idle_gpus
 from planner.model.candidates import Candidates
-from planner.plan import Plan
 from planner.request import PlanRequest, request_term, requested_batch_tokens, solve_request
 from planner.search.ilp import NEAR_TIE_FRACTION, Objective, ScoredTable, SingleSolution, check_rows, nearest_batch
 from planner.search.score import sure_fit_table
 from planner.search.ties import near_tied, tied_to
 from planner.units import SECONDS_PER_HOUR
+
+if TYPE_CHECKING:  # planner.api imports this module
+    from planner.api import PlanResult
 
 
 @dataclass(frozen=True)
@@ -237,9 +240,10 @@ def with_types_at_model(
     )
 
 
-def memory_at_model_warnings(request: PlanRequest, chosen: Plan, at_model: bool) -> tuple[str, ...]:
-    """Where no plan fits at its band's high end, the one chosen at the model's figure says so."""
-    if not (at_model and chosen.estimate.may_not_fit):
+def memory_at_model_warnings(request: PlanRequest, result: PlanResult) -> tuple[str, ...]:
+    """Where no plan fits at its band's high end, the one chosen at the model's figure says so
+    (``PlanResult.memory_judged_at_model``)."""
+    if not result.memory_judged_at_model:
         return ()
     return (
         f"--risk {request.risk.value}: no plan that fits at the high end of its reserved peak's 80 % band meets the"
