@@ -150,6 +150,7 @@ class InfeasiblePlan(Exception):
         more_gpus: CountPastInventory | None = None,
         tokens_within_budget: float | None = None,
         chain: tuple[str, ...] = (),
+        larger_batch: CountPastInventory | None = None,
     ) -> None:
         super().__init__(f"{constraint.value}: {detail}; {fix}")
         self.constraint = constraint
@@ -184,6 +185,10 @@ class InfeasiblePlan(Exception):
         # start, first to last, then it (planner/search/precedence.py; review after52 M2: several
         # such answers were headed "cannot run on their own")
         self.chain = chain
+        # A deadline no count meets at the asked batch, probed past the count cap: at a larger batch
+        # (its ``batch_tokens``), the plan past the cap that meets it (planner/api/batch_offers.py;
+        # app53 M1: only the English detail line said it, the 中文 page dropped it)
+        self.larger_batch = larger_batch
 
     def but(
         self,
@@ -197,6 +202,7 @@ class InfeasiblePlan(Exception):
         more_gpus: CountPastInventory | None = None,
         tokens_within_budget: float | None = None,
         named: NamedPlan | None = None,
+        larger_batch: CountPastInventory | None = None,
     ) -> InfeasiblePlan:
         """This answer with another fix or detail (or whether more GPUs help and how many, the batch
         its fix names, the job it is of, the plan its figures are of), the rest kept."""
@@ -217,6 +223,7 @@ class InfeasiblePlan(Exception):
             more_gpus=more_gpus or self.more_gpus,
             tokens_within_budget=tokens_within_budget or self.tokens_within_budget,
             chain=self.chain,
+            larger_batch=larger_batch or self.larger_batch,
         )
 
     def __reduce__(self):  # keep the fields across pickling (process pools, caches)
@@ -236,6 +243,7 @@ class InfeasiblePlan(Exception):
                 "deadline_seconds": self.deadline_seconds,
                 "more_gpus": self.more_gpus,
                 "tokens_within_budget": self.tokens_within_budget,
+                "larger_batch": self.larger_batch,
             },
         )
 

@@ -63,6 +63,7 @@ class Infeasible:
     deadline_seconds: float | None = None  # InfeasiblePlan's: the deadline a budget answer's cheapest plan meets
     more_gpus: CountPastInventory | None = None  # InfeasiblePlan's: the fewest GPUs past the inventory
     tokens_within_budget: float | None = None  # InfeasiblePlan's: the tokens a budget trains
+    larger_batch: CountPastInventory | None = None  # InfeasiblePlan's: a larger batch's plan past the cap
 
     @classmethod
     def of(cls, exc: InfeasiblePlan) -> Infeasible:
@@ -82,6 +83,7 @@ class Infeasible:
             exc.deadline_seconds,
             exc.more_gpus,
             exc.tokens_within_budget,
+            exc.larger_batch,
         )
 
 

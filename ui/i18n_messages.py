@@ -84,6 +84,12 @@ MESSAGE_LABELS: dict[str, tuple[str, str]] = {
         " At that count it costs {cost} at {risk}, over the {budget} budget.",
         "该数量下按 {risk} 计费用为 {cost}，超出 {budget} 的预算。",
     ),
+    "why_deadline_larger_batch": (  # InfeasiblePlan.larger_batch (app53 M1)
+        "Or, at {factor:g}× the batch (“{batch_label}” = {batch}), raise “{cap_label}” to {gpus:,}: {gpus:,} × {gpu}"
+        " finish in {time} at {risk} (a larger batch changes the training).",
+        "或者将批大小增至 {factor:g} 倍（“{batch_label}” = {batch}），并将“{cap_label}”调高到 {gpus:,}：{gpus:,} × {gpu}"
+        " 按 {risk} 计 {time} 完成（更大的批大小会改变训练本身）。",
+    ),
     "why_deadline_batch": (
         "Or a larger global batch, at least {batch:,} tokens per step (a sequence for each data-parallel rank),"
         " lets the GPUs meet it in {time} at {risk} (it changes the training).",

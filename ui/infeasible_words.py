@@ -22,7 +22,7 @@ from planner.search.diagnosis import NEAR_CHEAPEST_WORDS, deadline_takes
 from planner.search.ties import NEAR_TIE_FRACTION
 from planner.stack_rules import sequence_split_stacks
 from planner.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
-from ui.app_core import Infeasible, money
+from ui.app_core import Infeasible, money, token_count
 from ui.i18n import Labels, plain
 from ui.messages import duration, duration_up
 
@@ -122,7 +122,27 @@ def _constraint_body(tr: Labels, infeasible: Infeasible, request: PlanRequest) -
     # buyer trial s50 M7: what a fixed budget does train (planner/api/budget_fix.py, the CLI's fix)
     trains = infeasible.tokens_within_budget if c == "budget" else None
     within = "" if trains is None else tr("why_budget_tokens", tokens=count_short(trains))
-    return tr.sentences(tr(key, **values), rent, later, within, batch, no_cp)
+    return tr.sentences(tr(key, **values), rent, later, within, batch, larger_batch_text(tr, infeasible), no_cp)
+
+
+def larger_batch_text(tr: Labels, infeasible: Infeasible) -> str:
+    """A deadline no count meets at the asked batch: the larger batch, in the sidebar's format, and the
+    GPUs past the count cap that meet it there (``InfeasiblePlan.larger_batch``); '' where none.
+    app53 M1: only the English grey line, in the CLI's words, said it; the 中文 page dropped it."""
+    more = infeasible.larger_batch
+    if more is None or more.batch_tokens is None:
+        return ""
+    return tr(
+        "why_deadline_larger_batch",
+        factor=1.0 + (more.batch_change or 0.0),
+        batch_label=tr("global_batch"),
+        batch=token_count(more.batch_tokens),
+        cap_label=tr("max_gpus"),
+        gpus=more.num_gpus,
+        gpu=more.gpu,
+        time=duration(tr, _hours(more.seconds)),
+        risk=more.risk,
+    )
 
 
 CANDIDATES = re.compile(r"none of the (?P<count>\d+) (?:candidates|valid layouts).*?\((?P<gpus>[\d-]+) GPUs\)")

@@ -13,12 +13,13 @@ one-search function, which this module does not import (it imports this one).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from planner.accuracy import Risk
-from planner.errors import Constraint, InfeasiblePlan
+from planner.errors import Constraint, CountPastInventory, InfeasiblePlan
 from planner.fmt import duration_words, money
 from planner.limits import MAX_GPUS
 from planner.plan import Plan
@@ -296,6 +297,7 @@ def past_the_cap_batch_fix(answer: InfeasiblePlan, request: PlanRequest, search:
         return answer
     batch = requested_batch_tokens(request)
     words = f" at a global batch of {batch:,} tokens"
+    past_cap = None  # the larger batch's plan past the count cap, where only that meets the deadline
     larger = request.model_copy(update={"global_batch_tokens": PAST_CAP_BATCH_FACTOR * batch})
     seconds = None  # the larger batch's time, where a plan within the cap meets the deadline there
     try:
@@ -305,6 +307,7 @@ def past_the_cap_batch_fix(answer: InfeasiblePlan, request: PlanRequest, search:
         found = f"{other.num_gpus:,} x {other.gpu} finish in {duration_words(seconds)} at {larger.risk.value}"
     except InfeasiblePlan as exc:
         found = exc.fix if exc.constraint is Constraint.DEADLINE and exc.more_gpus_help else ""
+        past_cap = past_the_cap_plan(exc, larger, search) if found else None
     if found:
         words += (
             f"; at {PAST_CAP_BATCH_FACTOR}x that batch, --global-batch-tokens {larger.global_batch_tokens}:"
@@ -313,6 +316,35 @@ def past_the_cap_batch_fix(answer: InfeasiblePlan, request: PlanRequest, search:
     else:
         words += LARGER_BATCH_WORDS
     if seconds is None:
-        return answer.but(fix=answer.fix + words)
+        return answer.but(fix=answer.fix + words, larger_batch=past_cap)
     # typed, as with_batch_fix's: the app's card words it (review s45 M3)
     return answer.but(fix=answer.fix + words, batch_tokens=larger.global_batch_tokens, batch_seconds=seconds)
+
+
+# The diagnosis's words for the count cap a deadline needs (planner/search/diagnosis.py, which types
+# no count for it): "raise max_gpus (--max-gpus) to 12288 (12288 gb300 finish in 22.6 hours)".
+RAISED_CAP = re.compile(r"raise max_gpus \(--max-gpus\) to (?P<count>\d+) \((?P=count) (?P<gpu>[\w.-]+) finish in")
+
+
+def past_the_cap_plan(answer: InfeasiblePlan, larger: PlanRequest, search: Search) -> CountPastInventory | None:
+    """The plan at ``larger``'s batch on the type and up to the count cap ``answer``'s fix names, typed
+    for the app to word (app53 M1: the 中文 page dropped the only fix that met a 1-day deadline):
+    that type searched up to that count; None where the fix names none or the search finds none."""
+    named = RAISED_CAP.search(answer.fix)
+    if named is None:
+        return None
+    capped = larger.model_copy(update={"max_gpus": int(named["count"]), "gpus": {named["gpu"]: None}})
+    try:
+        other = search(capped, probe=False).plan
+    except InfeasiblePlan:
+        return None
+    batch = larger.global_batch_tokens
+    return CountPastInventory(
+        other.gpu,
+        other.num_gpus,
+        hours_at_risk(other, Risk(larger.risk)) * SECONDS_PER_HOUR,
+        layout=other.layout_words,
+        risk=larger.risk.value,
+        batch_tokens=batch,
+        batch_change=None if batch is None else PAST_CAP_BATCH_FACTOR - 1.0,
+    )
