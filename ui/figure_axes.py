@@ -5,11 +5,13 @@ point does not squeeze the plans worth reading. Split out of ui/figures.py, whic
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import pandas as pd
 import plotly.graph_objects as go
 
 from planner.fmt import money_short
+from planner.plan import Plan
 
 CLIP_FACTOR = 30.0  # the x/y axes end this many times past the Pareto front's far end
 
@@ -68,3 +70,52 @@ def log_axis(fig: go.Figure, axis: str, low_log: float, high_log: float, label, 
     """A log axis over [low_log, high_log] (log10 units) with ``decade_ticks`` labelled by ``label``."""
     values, text = decade_ticks(10**low_log, 10**high_log, label)
     getattr(fig, f"update_{axis}axes")(type="log", range=[low_log, high_log], tickvals=values, ticktext=text, **extra)
+
+
+# Past the longest bar or band, so the band's whisker and its cap are not drawn on the axis's edge.
+BAR_AXIS_MARGIN = 1.05
+
+
+def band_whiskers(
+    fig: go.Figure,
+    names: list[str],
+    ends: list[float],
+    bands: list[tuple[float, float] | None],
+    name: str,
+    unit: str,
+    marks: Sequence[float] = (),
+) -> None:
+    """Each stacked bar's 80 % band as a whisker about the bar's end (``ends``; ``bands`` about that
+    end, None where a plan has none), one legend entry, and the axis from 0 past the highest band's
+    top and ``marks`` (the memory chart's capacity) (app53 M2: the memory and step bars showed no band, the step axis stopped under a 23 s step)."""
+    low = [end - band[0] if band else 0.0 for end, band in zip(ends, bands, strict=True)]
+    high = [band[1] - end if band else 0.0 for end, band in zip(ends, bands, strict=True)]
+    if any(low) or any(high):
+        fig.add_scatter(
+            name=name,
+            y=names,
+            x=ends,
+            mode="markers",
+            marker=dict(color="black", size=1),
+            error_x=dict(type="data", symmetric=False, array=high, arrayminus=low, color="black", thickness=1.5),
+            customdata=[(end - lo, end + hi) for end, lo, hi in zip(ends, low, high, strict=True)],
+            hovertemplate=f"{name}: %{{customdata[0]:,.2f}}–%{{customdata[1]:,.2f}} {unit}<extra></extra>",
+        )
+    top = max([end + hi for end, hi in zip(ends, high, strict=True)] + list(marks), default=0.0)
+    fig.update_xaxes(range=[0.0, top * BAR_AXIS_MARGIN] if top > 0 else None)
+
+
+def memory_band_ends(plans: Sequence[Plan], context_gib: float) -> tuple[list[float], list[tuple[float, float] | None]]:
+    """Each memory bar's end (its reserved peak, or the peak where it passes it, and the context on
+    top) and the reserved peak's band moved to that end (None: no band)."""
+    ends, bands = [], []
+    for p in plans:
+        m, band = p.estimate.memory, p.estimate.memory_band
+        end = max(m.reserved_gib, m.peak_gib) + context_gib
+        ends.append(end)
+        bands.append(
+            None
+            if band is None
+            else (band.reserved_gib[0] + end - m.reserved_gib, band.reserved_gib[1] + end - m.reserved_gib)
+        )
+    return ends, bands

@@ -21,7 +21,17 @@ from planner.layout import ActivationCheckpointing
 from planner.plan import Plan
 from planner.units import HOURS_PER_DAY
 from ui.app_core import money
-from ui.figure_axes import days_label, decade_ticks, linear_ticks, log_axis, money_label, tick_money, useful_range
+from ui.figure_axes import (
+    band_whiskers,
+    days_label,
+    decade_ticks,
+    linear_ticks,
+    log_axis,
+    memory_band_ends,
+    money_label,
+    tick_money,
+    useful_range,
+)
 from ui.figure_style import fit_hover, fit_legend, fit_marker, fit_words, gpu_style, plan_unsure
 from ui.i18n import Labels
 from ui.messages import ac_text, duration
@@ -152,6 +162,8 @@ def memory_figure(plans: Sequence[Plan], context_gib: float, tr: Labels, risk: R
     _limit_marks(fig, names, capacity, tr("capacity"), "crimson")
     _limit_marks(fig, names, usable, tr("usable_limit"), "orange")
     _bar_layout(fig, names, tr("axis_gib_per_gpu"), tr)
+    ends, bands = memory_band_ends(plans, context_gib)
+    band_whiskers(fig, names, ends, bands, tr("chart_band"), "GiB", marks=capacity)
     return fig
 
 
@@ -165,6 +177,8 @@ def step_time_figure(plans: Sequence[Plan], tr: Labels) -> go.Figure:
         if any(v > 0 for v in values):
             _bar(fig, _term_name(tr, "time", term), names, values, labels, "s", TIME_COLOURS.get(term))
     _bar_layout(fig, names, tr("axis_step_s"), tr)
+    bands = [None if p.estimate.uncertainty is None else p.estimate.uncertainty.step_s for p in plans]
+    band_whiskers(fig, names, [p.estimate.time.step_s for p in plans], bands, tr("chart_band"), "s")
     return fig
 
 

@@ -514,6 +514,7 @@ _LABELS: dict[str, tuple[str, str]] = {
     "card_memory": ("Memory per GPU", "每 GPU 显存"),
     # the denominator named (app trial s45 L6: "44% of 253.8 GiB" beside Why this plan's "46% of the
     # usable 241.1 GiB" read as two answers to one question)
+    "card_memory_band": ("{band} · {share}", "{band}，{share}"),
     "card_memory_of": ("{fraction:.0%} of {capacity:.1f} GiB capacity", "占容量 {capacity:.1f} GiB 的 {fraction:.0%}"),
     "card_goodput": ("Goodput", "有效训练时间占比"),
     "card_mttf": ("Job MTTF", "任务平均故障间隔"),
@@ -527,6 +528,7 @@ _LABELS: dict[str, tuple[str, str]] = {
     "hours_up": ("{value:,.0f} h", "{value:,.0f} 小时"),
     "minutes_up": ("{value:,.0f} min", "{value:,.0f} 分钟"),
     "card_band": ("80 % band {lo}–{hi}", "80% 区间 {lo}–{hi}"),
+    "chart_band": ("80 % band", "80% 区间"),  # the memory and step bars' whiskers (app53 M2)
     "portfolio_stopped": (
         "Many jobs: the schedule is the best the many-job search found in its time{gap}.",
         "任务较多：排程为多任务搜索在其时限内找到的最优解{gap}。",

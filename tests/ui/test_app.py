@@ -69,9 +69,11 @@ def assert_card_shows(at: AppTest, request: PlanRequest, tr: Labels = EN) -> Non
     assert shown[tr("card_energy")] == energy(e.energy_kwh)
     assert shown[tr("card_memory")] == f"{e.memory.reserved_gib:.1f} GiB"
     (memory,) = [m for m in at.metric if m.label == tr("card_memory")]
-    assert memory.delta == tr(
-        "card_memory_of", fraction=e.memory.reserved_gib / e.memory.capacity_gib, capacity=e.memory.capacity_gib
-    )
+    share = tr("card_memory_of", fraction=e.memory.reserved_gib / e.memory.capacity_gib, capacity=e.memory.capacity_gib)
+    # the reserved peak's band, as every other figure has its own (app53 M2: only in the grey text)
+    assert e.memory_band is not None
+    lo, hi = (f"{gib:.1f} GiB" for gib in e.memory_band.reserved_gib)
+    assert memory.delta == tr("card_memory_band", band=tr("card_band", lo=lo, hi=hi), share=share)
     # its denominator named, beside Why this plan's "of the usable ... GiB" (app trial s45 L6)
     words = {"en": f"of {e.memory.capacity_gib:.1f} GiB capacity", "zh": f"占容量 {e.memory.capacity_gib:.1f} GiB 的"}
     assert words[tr.lang] in memory.delta
@@ -590,8 +592,33 @@ def test_figures_carry_the_plan_numbers():
     u = result.plan.estimate.uncertainty
     assert star.error_x.array[0] == pytest.approx((u.time_to_train_h[1] - result.plan.estimate.time_to_train_h) / 24)
     step = figures.step_time_figure(plans, ZH)
-    assert sum(t.x[0] for t in step.data) == pytest.approx(result.plan.estimate.time.step_s)
+    assert sum(t.x[0] for t in step.data if t.type == "bar") == pytest.approx(result.plan.estimate.time.step_s)
     assert ZH("time_matmul") in {t.name for t in step.data}
+
+
+def test_the_memory_and_step_bars_carry_their_band_and_the_axis_reaches_its_top():
+    """app53 M2: the stacked bars showed no band (the cost and scaling charts did), and the step
+    axis stopped at 20 under a 23 s step."""
+    result = planned(request_for())
+    plans = [result.plan, *result.alternatives]
+    for tr in (EN, ZH):
+        memory, step = figures.memory_figure(plans, 0.6, tr), figures.step_time_figure(plans, tr)
+        for fig, bands, ends in (
+            (
+                memory,
+                [p.estimate.memory_band.reserved_gib for p in plans],
+                [p.estimate.memory.reserved_gib for p in plans],
+            ),
+            (step, [p.estimate.uncertainty.step_s for p in plans], [p.estimate.time.step_s for p in plans]),
+        ):
+            (whiskers,) = [t for t in fig.data if t.name == tr("chart_band")]
+            for i, ((lo, hi), end) in enumerate(zip(bands, ends, strict=True)):
+                assert whiskers.error_x.array[i] == pytest.approx(hi - end) and hi > end
+                assert whiskers.error_x.arrayminus[i] == pytest.approx(end - lo) and lo < end
+            tops = [x + plus for x, plus in zip(whiskers.x, whiskers.error_x.array, strict=True)]
+            assert fig.layout.xaxis.range[0] == 0 and fig.layout.xaxis.range[1] > max(tops)
+        capacity = max(p.estimate.memory.capacity_gib for p in plans)
+        assert memory.layout.xaxis.range[1] > capacity  # the capacity mark stays on the chart
 
 
 @pytest.mark.slow
