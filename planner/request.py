@@ -45,7 +45,13 @@ from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.model.stack_profiles import moe_a2a_overlapped, tp_overlap_unbuffered
 from planner.model.stacks import STACK_SETTINGS, Stack
-from planner.model.structure import context_extension_warning, default_implementation, native_unsupported
+from planner.model.structure import (
+    NativeGap,
+    context_extension_warning,
+    default_implementation,
+    native_gaps,
+    native_unsupported,
+)
 from planner.search.ilp import Objective, ScoredTable, SingleSolution, solve_single
 from planner.search.space import (
     DEFAULT_BATCH_TOLERANCE,
@@ -225,6 +231,11 @@ class PlanRequest(BaseModel):
     def hf_experts_missing(self) -> str | None:
         assert self.impl is not None
         return hf_experts_missing(self.model, self.stack, self.impl)
+
+    @property
+    def hf_experts_gaps(self) -> list[NativeGap]:
+        """``hf_experts_missing`` typed, for the app to word each feature (empty where it is None)."""
+        return [] if self.hf_experts_missing is None else native_gaps(self.model)
 
 
 def hf_experts_missing(model: ModelSpec, stack: Stack, impl: Implementation) -> str | None:

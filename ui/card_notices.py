@@ -62,6 +62,17 @@ def request_texts(tr: Labels, request: PlanRequest, plan: Plan, shown: tuple[Pla
     return (*left_out_texts(tr, request), *estimate_texts(tr, request, plan, shown))
 
 
+def hf_experts_text(tr: Labels, request: PlanRequest, plan: Plan) -> str:
+    """A MoE family on Hugging Face's modules: what the native decoder lacks, a word per feature, not
+    the CLI's ``field=value`` (app53 M6: "family='deepseek_v2', ... num_experts=160"), and that its
+    bands leave out the modules' expert-by-expert slowdown unless measured rows of such a run set them."""
+    gaps = tr.join(tr(f"native_gap_{gap.feature}", value=plain(gap.value)) for gap in request.hf_experts_gaps)
+    u = plan.estimate.uncertainty
+    measured = u is not None and u.validated and {"moe", "hf_modules"} <= set(u.regime_features)
+    band = "" if measured else tr("hf_experts_band_out")
+    return tr.sentences(tr("hf_experts", model=plain(plan.model.name), missing=gaps), band)
+
+
 def estimate_texts(tr: Labels, request: PlanRequest, plan: Plan, shown: tuple[Plan, ...] = ()) -> tuple[str, ...]:
     """The planner's warnings of one estimate in the page's language, as the CLI's ``estimate_warnings``
     (the card's and the layout explorer's; parity trial s50: the explorer said the reserved term
@@ -75,7 +86,7 @@ def estimate_texts(tr: Labels, request: PlanRequest, plan: Plan, shown: tuple[Pl
     term = plan_commitment(request.price_kind, plan)
     gpu, encoders = catalog().gpu(plan.gpu), encoder_sections(request.hf_config_path)
     return (
-        *(() if missing is None else (tr("hf_experts", model=plain(plan.model.name), missing=plain(missing)),)),
+        *(() if missing is None else (hf_experts_text(tr, request, plan),)),
         *((tr("hf_experts_stack", model=plain(plan.model.name), stack=request.stack.value),) if own_hf else ()),
         *(dearer_text(tr, d) for d in dearer),
         *(() if term is None else (commitment_text(tr, term),)),

@@ -422,6 +422,29 @@ _LABELS: dict[str, tuple[str, str]] = {
         " for a date.",
         "该方案按 {risk} 需训练 {time}，超过一年：在侧栏设置“期限”，即可按日期确定 GPU 数量。",
     ),
+    "hf_experts_band_out": (
+        "The 80 % bands of time, cost and energy do not include that slowdown: no measured run on these modules"
+        " sets them.",
+        "时间、费用与能耗的 80% 区间不含这部分减速：没有在这些模块上实测的运行来确定它们。",
+    ),
+    # native_gaps' features (planner/model/structure.py), a word each (app53 M6: the CLI's field=value)
+    "native_gap_family": ("the {value} family", "{value} 模型族"),
+    "native_gap_position": ("ALiBi positions", "ALiBi 位置编码"),
+    "native_gap_embedding_norm": ("an embedding norm", "嵌入层归一化"),
+    "native_gap_mlp": ("a GeGLU MLP", "GeGLU MLP"),
+    "native_gap_norm_placement": ("sandwich norms", "三明治式归一化"),
+    "native_gap_embedding_scale": ("scaled embeddings", "嵌入缩放"),
+    "native_gap_parallel_block": ("parallel attention and MLP blocks", "注意力与 MLP 并行的块"),
+    "native_gap_softcap": ("logit soft-capping", "logit 软截断"),
+    "native_gap_mla": ("latent attention (MLA)", "潜在注意力（MLA）"),
+    "native_gap_partial_rotary": ("RoPE on part of each head ({value})", "仅部分通道使用 RoPE（{value}）"),
+    "native_gap_sliding_layers": ("sliding-window attention on {value} layers", "{value} 层滑动窗口注意力"),
+    "native_gap_chunked_layers": ("chunked attention on {value} layers", "{value} 层分块注意力"),
+    "native_gap_dense_layers": (
+        "dense blocks where this family puts them ({value})",
+        "该模型族位置上的稠密块（{value} 个）",
+    ),
+    "native_gap_experts": ("this family's {value} experts", "该模型族的 {value} 个专家"),
     "hf_experts": (
         "{model} runs on Hugging Face's modules (the native trainer lacks {missing}), whose MoE layers loop over"
         " the experts one at a time, each expert's kernel launches not timed (the step may be slower than shown):"

@@ -96,37 +96,57 @@ def padded_vocab_size(vocab_size: int) -> int:
     return -(-vocab_size // VOCAB_PAD_MULTIPLE) * VOCAB_PAD_MULTIPLE
 
 
-def native_unsupported(model: ModelSpec) -> list[str]:
-    """The model's features the native decoder lacks (``field=value``): another family, ALiBi,
-    an embedding norm (BLOOM), Gemma's block, MLA, chunked attention or experts outside
-    DeepSeek's / Mixtral's / Qwen3-MoE's; empty for the Llama relatives, the GPT-2/3 family,
-    Mixtral, Qwen3-MoE without dense blocks and DeepSeek-V3."""
-    found = [] if model.family in NATIVE_FAMILIES else [f"family={model.family!r}"]
-    found += [f"{field}={value!r}" for field, value in NATIVE_UNSUPPORTED if getattr(model, field) == value]
+class NativeGap(NamedTuple):
+    """A feature of the model the native decoder lacks: ``feature``, a stable name the app words
+    ("family", "mla", "dense_layers", ...; app53 M6: it showed the CLI's ``field=value``), the figure
+    its words need (a family, a count), and the CLI's words."""
+
+    feature: str
+    value: str
+    words: str
+
+
+def native_gaps(model: ModelSpec) -> list[NativeGap]:
+    """The model's features the native decoder lacks: another family, ALiBi, an embedding norm
+    (BLOOM), Gemma's block, MLA, chunked attention or experts outside DeepSeek's / Mixtral's /
+    Qwen3-MoE's; empty for the Llama relatives, the GPT-2/3 family, Mixtral, Qwen3-MoE without
+    dense blocks and DeepSeek-V3."""
+    family = model.family
+    found = [] if family in NATIVE_FAMILIES else [NativeGap("family", family, f"family={family!r}")]
+    found += [NativeGap(f, str(v), f"{f}={v!r}") for f, v in NATIVE_UNSUPPORTED if getattr(model, f) == v]
     found += [
-        f"{field}={getattr(model, field)!r}" for field in ("attn_softcap", "final_softcap") if getattr(model, field)
+        NativeGap("softcap", field, f"{field}={getattr(model, field)!r}")
+        for field in ("attn_softcap", "final_softcap")
+        if getattr(model, field)
     ]
-    found += ["mla (latent attention)"] if model.mla is not None and model.family not in NATIVE_MLA_FAMILIES else []
+    if model.mla is not None and family not in NATIVE_MLA_FAMILIES:
+        found.append(NativeGap("mla", "", "mla (latent attention)"))
     if model.partial_rotary_factor < 1:  # trainer/model.py's RoPE rotates every channel of a head
-        found.append(f"partial_rotary_factor={model.partial_rotary_factor:g}")
+        factor = f"{model.partial_rotary_factor:g}"
+        found.append(NativeGap("partial_rotary", factor, f"partial_rotary_factor={factor}"))
     if 0 < model.sliding_layers < model.num_layers:
-        found.append(f"sliding_layers={model.sliding_layers} of {model.num_layers}")
+        layers = f"{model.sliding_layers} of {model.num_layers}"
+        found.append(NativeGap("sliding_layers", str(model.sliding_layers), f"sliding_layers={layers}"))
     # trainer/model.py's attention is causal or windowed on every layer: no chunk mask (Llama 4),
     # so neither a native run nor context parallelism (native only) would time what it plans.
     if model.chunked_layers:
-        found.append(f"chunked_layers={model.chunked_layers} (attention_chunk={model.attention_chunk})")
-    shared_ok = not model.shared_experts or model.family in NATIVE_SHARED_EXPERT_FAMILIES
-    dense_ok = not model.dense_layers or model.family in NATIVE_LEADING_DENSE_FAMILIES
-    moe_native = model.family in NATIVE_MOE_FAMILIES and shared_ok
+        words = f"chunked_layers={model.chunked_layers} (attention_chunk={model.attention_chunk})"
+        found.append(NativeGap("chunked_layers", str(model.chunked_layers), words))
+    shared_ok = not model.shared_experts or family in NATIVE_SHARED_EXPERT_FAMILIES
     # where the family's dense blocks sit (leading for GLM, DeepSeek-V2, AFMoE; where mlp_only_layers puts
     # them for Qwen-MoE) is not kept by the spec: say what the decoder does, not where they are (families53)
-    leading = " or ".join(NATIVE_LEADING_DENSE_FAMILIES)
-    found += (
-        []
-        if dense_ok
-        else [f"dense_layers={model.dense_layers} (the native decoder places dense blocks for {leading} only)"]
-    )
-    return found + ([f"num_experts={model.num_experts}"] if model.num_experts > 1 and not moe_native else [])
+    if model.dense_layers and family not in NATIVE_LEADING_DENSE_FAMILIES:
+        leading = " or ".join(NATIVE_LEADING_DENSE_FAMILIES)
+        words = f"dense_layers={model.dense_layers} (the native decoder places dense blocks for {leading} only)"
+        found.append(NativeGap("dense_layers", str(model.dense_layers), words))
+    if model.num_experts > 1 and not (family in NATIVE_MOE_FAMILIES and shared_ok):
+        found.append(NativeGap("experts", str(model.num_experts), f"num_experts={model.num_experts}"))
+    return found
+
+
+def native_unsupported(model: ModelSpec) -> list[str]:
+    """``native_gaps`` in the CLI's words (``field=value``)."""
+    return [gap.words for gap in native_gaps(model)]
 
 
 def hf_tensor_parallel_unsupported(model: ModelSpec) -> list[str]:

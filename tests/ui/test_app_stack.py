@@ -412,7 +412,12 @@ def test_a_moe_family_on_hugging_faces_modules_is_warned_on_the_card_in_both_lan
     assert missing is not None and "num_experts=32" in missing
     for tr in (EN, ZH):
         at = run_app(gpus=["h100-sxm"], preset="gpt-oss-20b", lang=tr.lang)
-        assert tr("hf_experts", model=plain("gpt-oss-20b"), missing=plain(missing)) in [w.value for w in at.warning]
+        # app53 M6: a word per feature, not the CLI's field=value, and the bands' blind spot said
+        gaps = tr.join(tr(f"native_gap_{g.feature}", value=plain(g.value)) for g in request.hf_experts_gaps)
+        said = tr.sentences(tr("hf_experts", model=plain("gpt-oss-20b"), missing=gaps), tr("hf_experts_band_out"))
+        assert said in [w.value for w in at.warning]
+        assert "=" not in said and tr("native_gap_experts", value="32") in said
+        assert tr is EN or not english_sentences(said.replace("Hugging Face", "").replace("Megatron-Core", ""))
     assert not [w for w in run_app(gpus=["h100-sxm"]).warning if "Hugging Face" in w.value]
 
 
@@ -496,3 +501,21 @@ def test_a_stack_round_trip_puts_the_checkpointing_modes_back_and_says_which_are
     at.sidebar.selectbox(key="stack").set_value(Stack.TRAINPLAN.value).run()
     assert list(at.sidebar.multiselect(key="ac").value) == start
     assert not [c for c in at.sidebar.caption if c.value.startswith(Stack.HF_TRAINER.value)]
+
+
+@pytest.mark.parametrize("config", ["deepseek_v2", "glm4_moe", "olmoe"])
+def test_the_hf_modules_warning_words_each_missing_feature_in_both_languages(config):
+    """app53 M6: the warning read "the native trainer lacks family='deepseek_v2', mla (latent
+    attention), dense_layers=1 (...), num_experts=160": the CLI's field=value keys on the card."""
+    from planner.catalog.models import model_from_hf_config
+    from ui.card_notices import hf_experts_text
+
+    model = model_from_hf_config(Path(__file__).parents[1] / "data" / "hf_configs" / f"{config}.json")
+    request = request_for(model=model, gpus={"h100-sxm": None})
+    assert request.hf_experts_missing is not None and "=" in request.hf_experts_missing  # the CLI's words
+    chosen = plan(request).plan
+    for tr in (EN, ZH):
+        text = hf_experts_text(tr, request, chosen)
+        assert "=" not in text and "partial_rotary_factor" not in text, text
+        assert tr("native_gap_experts", value=str(model.num_experts)) in text
+        assert text.endswith(tr("hf_experts_band_out"))
