@@ -143,13 +143,20 @@ def show_fleet_outcome(tr: Labels, outcome: FleetOutcome, inputs: Inputs, ask: F
         st.warning(rent_only_late_text(tr, chained))
     show_split(tr, solution, *options[0])
     st.caption(ownership_text(tr, ask.tco, solution.horizon_days))
-    st.caption(tr("fleet_slots", slots=solution.num_slots, days=solution.horizon_days / solution.num_slots))
+    if holds_a_job(solution):  # the slots place only jobs on held GPUs (app53 M7: said where none was)
+        st.caption(tr("fleet_slots", slots=solution.num_slots, days=solution.horizon_days / solution.num_slots))
     if solution.prices:
         st.caption(rates_text(tr, solution))
     if solution.held_only:
         st.caption(tr("fleet_held_only", gpus=tr.join(sorted(solution.held_only))))
     show_fleet_jobs(tr, solution.mixed, risk)
     show_break_even(tr, solution)
+
+
+def holds_a_job(solution: FleetSolution) -> bool:
+    """Whether a shown option runs a job on held (owned or reserved) GPUs, which the solver starts
+    at its time slots; rented jobs start whenever their release and predecessors allow."""
+    return any(a.holding is not Holding.RENTED for _, p in solution.options() for a in p.assignments)
 
 
 def rent_only_late_text(tr: Labels, late: LateOnRentRows) -> str:

@@ -155,7 +155,7 @@ FLEET_LABELS: dict[str, tuple[str, str]] = {
         " release day or a predecessor's end; the schedule shown then starts each as early as its GPUs, release and"
         " predecessors allow. More slots may find a cheaper fleet, at more solve time.",
         "近似结果：求解器让使用自有或预留 GPU 的任务在 {slots} 个时间槽（每个 {days:,.1f} 天）之一开始，"
-        "或在其释放日、前序任务结束时开始；所示排期再让每个任务在其 GPU 空闲、已释放且前序任务结束后尽早开始。"
+        "或在其最早开始日、前序任务结束时开始；所示排期再让每个任务在其 GPU 空闲、已到最早开始日且前序任务结束后尽早开始。"
         "更多时间槽可能找到更便宜的机队，但求解更慢。",
     ),
     "fleet_rates": ("{what} per GPU-hour: {rates}.", "每 GPU 小时{what}：{rates}。"),

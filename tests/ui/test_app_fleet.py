@@ -330,3 +330,25 @@ def test_a_missing_rent_only_option_says_why_in_the_pages_language(tr):
     text = text.replace("\\-", "-")  # plain(): no markdown list
     assert "chat-70b" in text and "chat-8b" in text and "64.6" in text and "60" in text and "deadline_days" in text
     assert tr is EN or not english_sentences(text.replace("deadline_days", ""))
+
+
+@pytest.mark.parametrize("tr", [EN, ZH])
+def test_the_slot_caption_shows_only_where_an_option_holds_a_job(tr):
+    """app53 M7: "the solver starts jobs on held GPUs at one of 12 slots" stood under an answer whose
+    options rented every job; in 中文 a release day read "已释放" (freed, as of GPUs)."""
+    from dataclasses import replace
+
+    from planner.search.fleet_plan import Holding
+    from ui.fleet_view import holds_a_job
+
+    solution = api_fleet()
+    assert holds_a_job(solution)  # the mixed answer buys 32 H100 for the job
+    rented = replace(
+        solution.mixed, assignments=tuple(replace(a, holding=Holding.RENTED) for a in solution.mixed.assignments)
+    )
+    assert not holds_a_job(replace(solution, mixed=rented, buy_only=None))
+    slots = tr("fleet_slots", slots=12, days=HORIZON_DAYS / 12).split("12")[0]
+    assert any(slots in text for text in page_texts(fleet_page(tr, fleet_num_slots=12)))
+    assert "已释放" not in ZH("fleet_slots", slots=12, days=10.0) and "最早开始日" in ZH(
+        "fleet_slots", slots=12, days=10.0
+    )
