@@ -15,12 +15,12 @@ from planner.layout import ActivationCheckpointing, Layout, Precision, Sharding,
 from planner.limits import MAX_BATCH_TOKENS, MAX_GPUS
 from planner.model.stacks import Stack
 from planner.plan import Plan
-from ui import app_core, figures
+from ui import figures
 from ui.cached import ExplorerPricing, cached_layout_plan, catalog, cuda_context_gib
 from ui.card_notices import estimate_texts
 from ui.gpu_table import send_rows
 from ui.i18n import Labels, plain
-from ui.messages import duration, figure_bands, per_second, seconds
+from ui.messages import cost_parts, duration, figure_bands, per_second, seconds
 from ui.number_box import number_box
 from ui.reasons import LAYOUT_REASONS, Refusal, fix_text, reason_text, refusal
 from ui.sidebar import Inputs
@@ -194,7 +194,7 @@ def explorer_summary(tr: Labels, p: Plan, context_gib: float) -> None:
             duration(tr, e.time_to_train_h or 0.0),
             bands["time_to_train_h"],
         ),
-        ("card_cost" if e.feasible else "ex_cost_if_fit", app_core.money(e.cost_usd or 0.0), bands["cost_usd"]),
+        ("card_cost" if e.feasible else "ex_cost_if_fit", cost_parts(e)[0], bands["cost_usd"]),
     )
     for row in (values[:METRICS_PER_ROW], values[METRICS_PER_ROW:]):
         for column, (key, value, delta) in zip(st.columns(METRICS_PER_ROW), row, strict=True):

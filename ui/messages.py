@@ -15,12 +15,12 @@ from planner.catalog.prices import DearerKind
 from planner.catalog.specs import vendor_of
 from planner.catalog.terms import Commitment
 from planner.explain import HFU_TERM_WORDS, Note, NoteKind, hfu_extra_words, plan_notes
-from planner.fmt import duration_parts, energy, number_band
+from planner.fmt import duration_parts, energy, money_band_parts, number_band
 from planner.layout import ActivationCheckpointing, TrainingConfig
 from planner.plan import Estimate, Plan
 from planner.plan_accuracy import RegimeWords, Uncertainty
 from planner.units import HOURS_PER_DAY, SECONDS_PER_HOUR, SECONDS_PER_MINUTE
-from ui.app_core import MAX_HEADROOM_PCT, duration_key, money
+from ui.app_core import CENTS_BELOW_USD, MAX_HEADROOM_PCT, duration_key, money
 from ui.i18n import Labels, plain
 from ui.render_lines import MedianOffset, band_passing_ceiling
 
@@ -81,20 +81,27 @@ def per_second(tokens: float) -> str:
     return number_band(tokens, None)
 
 
+def cost_parts(e: Estimate) -> tuple[str, tuple[str, str] | None]:
+    """The cost and its band's ends in one unit, as the CLI writes them (``money_band_parts``; trial
+    s35: "$297,343–$1.01M"; app53 L1: the card's "$809,754" stood over "$0.64M–$1.22M")."""
+    u = e.uncertainty
+    return money_band_parts(e.cost_usd or 0.0, None if u is None else u.cost_usd, cents_below=CENTS_BELOW_USD)
+
+
 def figure_bands(tr: Labels, e: Estimate) -> dict[str, str | None]:
     """The 80 % band in words of each figure with one (planner/accuracy ``Uncertainty``), by its
     field: what the card and the layout explorer show under the figure (None: no band)."""
     u = e.uncertainty
-    top = 0.0 if u is None or u.cost_usd is None else u.cost_usd[1]
+    ends = cost_parts(e)[1]
     units = {
         "time_to_train_h": lambda h: duration(tr, h),
-        "cost_usd": lambda usd: money(usd, column_max=top),  # one unit (trial s35: "$297,343–$1.01M")
         "energy_kwh": energy,
         "tokens_per_s": per_second,
         "step_s": lambda s: seconds(tr, s),
         "mfu": lambda m: f"{m:.1%}",
     }
-    return {field: band_text(tr, None if u is None else getattr(u, field), unit) for field, unit in units.items()}
+    bands = {field: band_text(tr, None if u is None else getattr(u, field), unit) for field, unit in units.items()}
+    return bands | {"cost_usd": None if ends is None or ends[0] == ends[1] else tr("card_band", lo=ends[0], hi=ends[1])}
 
 
 def regime_text(tr: Labels, u: Uncertainty) -> str:

@@ -30,6 +30,7 @@ from ui.messages import (
     ac_text,
     band_text,
     ceiling_text,
+    cost_parts,
     duration,
     envelope_text,
     estimate_only_text,
@@ -121,7 +122,7 @@ def card_rows(tr: Labels, plan: Plan, bought: bool) -> tuple:
             (1, "card_gpus", f"{plan.num_gpus} × {plan.gpu}"),
             (1, "card_nodes", nodes),
             (1, "card_time", duration(tr, e.time_to_train_h)),
-            (1, "card_cost_bought" if bought else "card_cost", app_core.money(e.cost_usd)),
+            (1, "card_cost_bought" if bought else "card_cost", cost_parts(e)[0]),
         ),
         (  # tokens/s with its band, as time and cost have theirs (trial s33: only in the footer)
             (1, "card_tokens", per_second(e.throughput.tokens_per_s)),

@@ -51,6 +51,7 @@ from ui import app_core, app_jobs, figures
 from ui.gpu_table import apply_edits
 from ui.i18n import LANGUAGE_NAMES, Labels, all_labels, label_keys, plain
 from ui.infeasible_words import app_words
+from ui.messages import cost_parts, figure_bands
 from ui.sidebar import CUSTOM_FIELDS, SEQ_LENS
 
 
@@ -64,7 +65,7 @@ def assert_card_shows(at: AppTest, request: PlanRequest, tr: Labels = EN) -> Non
     assert shown[tr("card_layout")] == expected.layout.describe()
     t = expected.training
     assert shown[tr("card_batch")] == f"{t.micro_batch} × {t.grad_accum} × {t.seq_len}"
-    assert shown[tr("card_cost")] == app_core.money(e.cost_usd)
+    assert shown[tr("card_cost")] == cost_parts(e)[0]
     assert shown[tr("card_mfu")] == f"{e.throughput.mfu:.1%}"
     assert shown[tr("card_energy")] == energy(e.energy_kwh)
     assert shown[tr("card_memory")] == f"{e.memory.reserved_gib:.1f} GiB"
@@ -86,7 +87,8 @@ def assert_card_shows(at: AppTest, request: PlanRequest, tr: Labels = EN) -> Non
     lo, hi = (tr(app_core.duration_key(h)[0], value=app_core.duration_key(h)[1]) for h in u.time_to_train_h)
     assert time.delta == tr("card_band", lo=lo, hi=hi)
     (cost,) = [m for m in at.metric if m.label == tr("card_cost")]
-    assert cost.delta == tr("card_band", lo=app_core.money(u.cost_usd[0]), hi=app_core.money(u.cost_usd[1]))
+    lo, hi = cost_parts(e)[1] or ("", "")
+    assert cost.delta == tr("card_band", lo=lo, hi=hi) and lo == app_core.money(u.cost_usd[0], column_max=u.cost_usd[1])
     envelope = "envelope_validated" if u.validated else "envelope_outside"
     assert any(c.value.startswith(tr(envelope).split("{")[0]) for c in at.caption), envelope
     assert e.goodput is not None and e.goodput.expected_interruptions is not None
@@ -776,3 +778,19 @@ def test_a_reserved_portfolio_shows_its_terms_bill_and_what_it_pays_in_all():
         assert len(said) == 1, [w.value for w in at.warning]
         assert tr("portfolio_billed", total=app_core.money(expected.billed_usd)) in [c.value for c in at.caption]
         assert tr.lang == "en" or not english_sentences(said[0])
+
+
+def test_the_headline_cost_and_its_band_are_written_in_one_unit():
+    """app53 L1: the card read "$809,754" over "80 % band $0.64M–$1.22M" (planner.fmt.money_band_parts'
+    rule: not $993,000 ($0.90M-$1.10M))."""
+    e = planned(request_for()).plan.estimate
+    assert e.uncertainty is not None
+    crossing = e.model_copy(
+        update={"cost_usd": 809_754.0, "uncertainty": e.uncertainty.model_copy(update={"cost_usd": (640e3, 1.22e6)})}
+    )
+    assert cost_parts(crossing) == ("$0.81M", ("$0.64M", "$1.22M"))
+    assert figure_bands(EN, crossing)["cost_usd"] == EN("card_band", lo="$0.64M", hi="$1.22M")
+    small = crossing.model_copy(
+        update={"cost_usd": 42.5, "uncertainty": e.uncertainty.model_copy(update={"cost_usd": (30.0, 61.0)})}
+    )
+    assert cost_parts(small) == ("$42.50", ("$30.00", "$61.00"))  # cents on all three below $100
