@@ -92,9 +92,10 @@ PAGE_LABELS: dict[str, tuple[str, str]] = {
     ),
     "run_prediction_elsewhere": (
         "The predicted {predicted:,.0f} tokens/s is for the plan's {num_gpus} × {gpu}, not for this machine's CPU "
-        "({measured:,.0f} tokens/s measured).",
-        "预测的 {predicted:,.0f} token/秒 针对方案中的 {num_gpus} × {gpu}，而不是本机的 CPU（实测 {measured:,.0f} token/秒）。",
+        "({measured:,.0f} tokens/s measured at the last step).",
+        "预测的 {predicted:,.0f} token/秒 针对方案中的 {num_gpus} × {gpu}，而不是本机的 CPU（最后一步实测 {measured:,.0f} token/秒）。",
     ),
+    "run_tokens_last_step": ("tokens/s, last step", "token/秒（最后一步）"),
     # a many-job answer's jobs held on a price no median of offers backs (planner/search/held_warnings.py
     # EstimatedHeldPrice; app49: the CLI warned of it, the page did not): "\\$" as in price_dearer
     "held_price_estimated": (

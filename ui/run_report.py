@@ -85,11 +85,12 @@ def report_caption(tr: Labels, report: RunReport, newest_checkpoint: int | None 
     line = tr("report_ended", outcome=outcome, steps=report.steps_done)
     if report.outcome in RESUMED_OUTCOMES:
         resumes = tr("report_restarts") if newest_checkpoint is None else tr("report_resumes", step=newest_checkpoint)
-        line = f"{line} {resumes}"
+        line = tr.sentences(line, resumes)
     if report.comparable:
         return line
     on = report.device if report.device != "cuda" else report.measured_gpu or tr("report_unknown_gpu")
-    return f"{line} {tr('report_not_comparable', device=on, gpu=report.gpu)}"
+    # sentences, not a space: "第 20 步。 在 cpu" in 中文 (app53 L9)
+    return tr.sentences(line, tr("report_not_comparable", device=on, gpu=report.gpu))
 
 
 def add_band_bars(fig: go.Figure, plan: Plan, column: str, predicted: float, x: float, tr: Labels, **cell) -> None:

@@ -8,6 +8,7 @@ metrics changed within ``LIVE_S``, no ``report.json`` yet).
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import time
@@ -85,7 +86,25 @@ def predictions(plan: Plan, validation: ValidationReport | None) -> dict[str, fl
 
 
 HOVER_FORMAT = {"mfu": ".1%"}  # MFU with one decimal, as the card writes it
-AXIS_FORMAT = {"mfu": ".0%"}  # and its axis in percent
+PERCENT_AXES = ("mfu",)  # and its axis in percent, ``percent_axis_format``
+
+
+def percent_axis_format(top: float) -> str:
+    """The tick format of a share axis up to ``top``: whole percents from 10 % on, and one more decimal
+    each tenth below (app53 L9: a CPU run's 0.1 % MFU read "0% 0% 0% 0% 0% 0%")."""
+    if not top > 0:
+        return ".0%"
+    return f".{max(0, 1 - math.floor(math.log10(top * 100)))}~%"
+
+
+def axis_top(metrics: pd.DataFrame, column: str, plan: Plan | None, predicted: float | None) -> float:
+    """The largest value a panel shows: measured, predicted, or its band's top."""
+    values = [*pd.to_numeric(metrics.get(column, pd.Series(dtype=float)), errors="coerce").dropna(), predicted or 0.0]
+    u = None if plan is None else plan.estimate.uncertainty
+    band = None if u is None else getattr(u, column, None)
+    return max([*values, *(band or ())], default=0.0)
+
+
 CUDA_ONLY = ("mfu", "peak_mem_gib")  # the trainer measures these with CUDA only (trainer/metrics.py)
 
 
@@ -125,8 +144,9 @@ def run_figure(view: JobView, tr: Labels) -> go.Figure:
                 row=row + 1, col=col + 1, exclude_empty_subplots=False,
             )  # fmt: skip
         fig.update_xaxes(title_text=tr("axis_step"), row=row + 1, col=col + 1)
-        if column in AXIS_FORMAT:
-            fig.update_yaxes(tickformat=AXIS_FORMAT[column], row=row + 1, col=col + 1)
+        if column in PERCENT_AXES:
+            top = axis_top(metrics, column, view.plan, predicted.get(column))
+            fig.update_yaxes(tickformat=percent_axis_format(top), row=row + 1, col=col + 1)
         if column != "loss":  # rates and memory: never below zero (trial s35: an MFU axis from -50 %)
             fig.update_yaxes(rangemode="tozero", row=row + 1, col=col + 1)
     fig.update_layout(showlegend=False, height=560, margin=dict(t=40, b=10))
@@ -208,7 +228,8 @@ def show_job(tr: Labels, job_dir: Path, key: str) -> None:
         last = view.metrics.iloc[-1]
         left, right = st.columns(2)
         left.metric(tr("loss"), f"{last['loss']:.4f}")
-        right.metric(tr("tokens_per_s"), f"{last['tokens_per_s']:,.0f}")
+        # the last step's, beside the report's whole-job figure (app53 L9: two tokens/s, unnamed)
+        right.metric(tr("run_tokens_last_step"), f"{last['tokens_per_s']:,.0f}")
     st.plotly_chart(run_figure(view, tr), key=f"chart_run_{key}")
 
 

@@ -317,3 +317,36 @@ def test_a_kept_answer_says_its_solve_time_is_the_first_runs():
     at.run()  # the same request again: served from the cache
     footers = [c.value for c in at.caption if " candidates, " in c.value]
     assert len(footers) == 1 and footers[0].endswith("when first asked (this answer was kept, not solved again)")
+
+
+@pytest.mark.parametrize("tr", [EN, ZH])
+def test_a_small_mfu_axis_reads_distinct_ticks_and_the_tokens_per_s_say_which(cpu_job, tr):
+    """app53 L9: at 0.1 % MFU the axis read "0% 0% 0% 0% 0% 0%"; the metric's tokens/s (the last
+    step's) stood beside the report's whole-job figure unnamed."""
+    from dataclasses import replace
+
+    from ui.run_view import percent_axis_format, read_job, run_figure
+
+    assert percent_axis_format(0.5) == ".0~%" and percent_axis_format(0.001) == ".2~%"
+    assert f"{0.0004:.2%}" != f"{0.0002:.2%}" and f"{0.0004:.0%}" == f"{0.0002:.0%}"  # why the decimals
+    directory, _ = cpu_job
+    at = open_tab(run_app(run_dir=str(directory), lang=tr.lang), "tab_run", tr)
+    assert [m.label for m in at.metric if m.value == "1,234"] == [tr("run_tokens_last_step")]
+    with (directory / "metrics.jsonl").open("w") as out:  # a demo model's MFU, measured, with no plan
+        for step in range(1, 4):
+            out.write(json.dumps(dict(step=step, loss=9.0, tokens_per_s=1234.0, mfu=0.001, peak_mem_gib=1.0)) + "\n")
+    fig = run_figure(replace(read_job(directory), plan=None), tr)
+    (mfu_axis,) = [fig.layout[f"yaxis{i}"] for i in (1, 2, 3, 4) if fig.layout[f"yaxis{i}"].tickformat]
+    assert mfu_axis.tickformat == ".2~%"
+
+
+def test_a_run_reports_sentences_join_without_a_stray_space_in_chinese():
+    """app53 L9: "第 20 步。 在 cpu" (a space after the full stop) in the end-of-run caption."""
+    from types import SimpleNamespace
+
+    from ui.run_report import report_caption
+
+    report = SimpleNamespace(outcome="completed", steps_done=20, comparable=False, device="cpu", gpu="h100-sxm")
+    caption = report_caption(ZH, report)
+    assert "。 " not in caption and caption.startswith(ZH("report_ended", outcome=ZH("outcome_completed"), steps=20))
+    assert report_caption(EN, report).endswith(". " + EN("report_not_comparable", device="cpu", gpu="h100-sxm"))
