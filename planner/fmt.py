@@ -245,12 +245,12 @@ def rate_decimals(value: float) -> int:
     return 0 if abs(round(value, decimals)) >= 100 else decimals  # 99.96 reads "100", not "100.0"
 
 
-def number_band(value: float, band: tuple[float, float] | None, digits: int | None = None) -> str:
+def number_band(value: float, band: tuple[float, float] | None, digits: int | None = None, dash: str = "-") -> str:
     """``884,987 (721,030-952,431)``: a figure and its band, ``digits`` decimals (None: the
-    figure's ``rate_decimals``)."""
+    figure's ``rate_decimals``); ``dash`` between the ends (the app's is an en dash, as its bands)."""
     digits = rate_decimals(value) if digits is None else digits
     text = f"{value:,.{digits}f}"
-    return text if band is None else f"{text} ({band[0]:,.{digits}f}-{band[1]:,.{digits}f})"
+    return text if band is None else f"{text} ({band[0]:,.{digits}f}{dash}{band[1]:,.{digits}f})"
 
 
 def duration_words(seconds: float, round_up: bool = False) -> str:

@@ -662,21 +662,21 @@ _LABELS: dict[str, tuple[str, str]] = {
         "不同的特征一样加宽误差区间（共加宽 {widened:.0%}）。",
     ),
     "memory_band_own": (
-        "Memory: the reserved peak's 80 % band is {low:.1f}-{high:.1f} GiB, from {rows} measured peaks of {kind}"
+        "Memory: the reserved peak's 80 % band is {low:.1f}–{high:.1f} GiB, from {rows} measured peaks of {kind}"
         " (mean error {error:.1%}).",
-        "显存：预留峰值的 80% 误差区间为 {low:.1f}-{high:.1f} GiB，取自 {kind} 的 {rows} 个实测峰值（平均误差 {error:.1%}）。",
+        "显存：预留峰值的 80% 误差区间为 {low:.1f}–{high:.1f} GiB，取自 {kind} 的 {rows} 个实测峰值（平均误差 {error:.1%}）。",
     ),
     "memory_band_all": (
-        "Memory: the reserved peak's 80 % band is {low:.1f}-{high:.1f} GiB; no peak of {kind} was measured, so it is"
+        "Memory: the reserved peak's 80 % band is {low:.1f}–{high:.1f} GiB; no peak of {kind} was measured, so it is"
         " read from all {rows} measured peaks ({stacks}; mean error {error:.1%}).",
-        "显存：预留峰值的 80% 误差区间为 {low:.1f}-{high:.1f} GiB；{kind} 没有实测峰值，因此取自全部 {rows} 个实测峰值"
+        "显存：预留峰值的 80% 误差区间为 {low:.1f}–{high:.1f} GiB；{kind} 没有实测峰值，因此取自全部 {rows} 个实测峰值"
         "（{stacks}；平均误差 {error:.1%}）。",
     ),
     "memory_band_few": (
-        "Memory: the reserved peak's 80 % band is {low:.1f}-{high:.1f} GiB; only {configurations} configuration(s) of"
+        "Memory: the reserved peak's 80 % band is {low:.1f}–{high:.1f} GiB; only {configurations} configuration(s) of"
         " {kind} were measured (they ran {own_low:+.0%} to {own_high:+.0%} against the model), too few for a band of"
         " their own, so it is read from all {rows} measured peaks ({stacks}; mean error {error:.1%}).",
-        "显存：预留峰值的 80% 误差区间为 {low:.1f}-{high:.1f} GiB；{kind}只实测了 {configurations} 种配置（实测相对模型"
+        "显存：预留峰值的 80% 误差区间为 {low:.1f}–{high:.1f} GiB；{kind}只实测了 {configurations} 种配置（实测相对模型"
         " {own_low:+.0%} 至 {own_high:+.0%}），不足以单独成区间，因此取自全部 {rows} 个实测峰值（{stacks}；平均误差 {error:.1%}）。",
     ),
     "memory_kind": ("{stack}{modules}, {scale}", "{stack}{modules}（{scale}）"),

@@ -61,6 +61,11 @@ def optimizer_text(tr: Labels, plan: Plan) -> str | None:
     return tr("card_optimizer", formats=tr.join(parts)) if parts else None
 
 
+# The dash between a band's ends on the page, as "card_band" writes it (app53 L3: the memory and step
+# lines wrote "104.3-124.6 GiB" beside the metrics' "15.3 days–24.6 days").
+BAND_DASH = "–"
+
+
 def band_text(tr: Labels, band: tuple[float, float] | None, unit) -> str | None:
     """'80 % band 19.1 days–35.5 days' for a pair, each end formatted by ``unit`` (None: no band, or
     ends that read alike: a reserved term's cost does not move with the job's time, trial s44 app L1

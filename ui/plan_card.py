@@ -27,6 +27,7 @@ from ui.cached import cached_calibration
 from ui.calibration_upload import CalibrationUpload
 from ui.i18n import Labels, plain
 from ui.messages import (
+    BAND_DASH,
     ac_text,
     band_text,
     ceiling_text,
@@ -119,7 +120,7 @@ def card_rows(tr: Labels, plan: Plan, bought: bool) -> tuple:
     nodes += f" · {plan.network}" if plan.network else ""
     return (
         (
-            (1, "card_gpus", f"{plan.num_gpus} × {plan.gpu}"),
+            (1, "card_gpus", f"{plan.num_gpus:,} × {plan.gpu}"),  # 4,096 as the page's other counts (app53 L3)
             (1, "card_nodes", nodes),
             (1, "card_time", duration(tr, e.time_to_train_h)),
             (1, "card_cost_bought" if bought else "card_cost", cost_parts(e)[0]),
@@ -325,7 +326,7 @@ def card_captions(
         tr(
             "card_footer_kept" if kept else "card_footer",
             # the CLI's formatter and precision (ui/render_lines.py step_line)
-            step=number_band(e.time.step_s, None if u is None else u.step_s, 3),
+            step=number_band(e.time.step_s, None if u is None else u.step_s, 3, dash=BAND_DASH),
             kernel=kernel_words(tr, plan),
             candidates=result.num_candidates,
             feasible=result.solution.num_feasible,

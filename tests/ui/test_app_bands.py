@@ -171,3 +171,22 @@ def test_the_layout_explorer_says_the_estimates_warnings():
     short = open_tab(run_app(gpus=["h100-sxm"], tokens_mode="absolute", tokens_billions=0.001), "tab_explorer", EN)
     card, explorer = [w.value for w in short.warning if w.value.startswith("The job trains for")]
     assert card == explorer and "start-up" in explorer
+
+
+def test_the_step_line_and_the_gpu_count_read_as_the_rest_of_the_page():
+    """app53 L3: the step line wrote "23.088 (17.097-27.575) s" beside the metrics' "–" bands, and
+    the card's "4096 × mi325x" stood beside "4,096 GPUs"; the CLI keeps its hyphen."""
+    from planner.fmt import number_band
+    from ui.messages import BAND_DASH
+    from ui.plan_card import card_captions, card_rows
+
+    result = planned(request_for(gpus={"h100-sxm": None}))
+    e = result.plan.estimate
+    assert e.uncertainty is not None
+    step = number_band(e.time.step_s, e.uncertainty.step_s, 3, dash=BAND_DASH)
+    assert f"({e.uncertainty.step_s[0]:,.3f}–" in step and "-" not in step
+    assert number_band(1.0, (0.5, 2.0), 1) == "1.0 (0.5-2.0)"  # the CLI's
+    for tr in (EN, ZH):
+        assert any(step in line for line in card_captions(tr, result.plan, result, None, False, False))
+    big = result.plan.model_copy(update={"num_gpus": 4096})
+    assert card_rows(EN, big, False)[0][0] == (1, "card_gpus", "4,096 × h100-sxm")

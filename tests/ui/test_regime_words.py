@@ -63,7 +63,10 @@ def test_the_card_gives_the_memory_band_and_its_fit_in_every_language():
     )
     en, zh = (memory_band_text(Labels(lang), tight) for lang in ("en", "zh"))
     low, high = tight.memory.reserved_gib
-    assert f"{low:.1f}-{high:.1f} GiB" in en and f"{low:.1f}-{high:.1f} GiB" in zh
+    # app53 L3: the en dash of every band on the page, not the CLI's hyphen
+    assert (
+        f"{low:.1f}–{high:.1f} GiB" in en and f"{low:.1f}–{high:.1f} GiB" in zh and "-" not in f"{low:.1f}–{high:.1f}"
+    )
     assert "only 2 configuration(s) of megatron-core, more than one GPU were measured" in en
     assert "it may not fit" in en and "too few for a band of their own" in en
     assert "megatron-core（多 GPU）只实测了 2 种配置" in zh and "可能放不下" in zh
