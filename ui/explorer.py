@@ -178,13 +178,19 @@ def explored_plan(tr: Labels, inputs: Inputs, gpu: str, num_gpus: int, layout: d
     return answer
 
 
+def memory_delta(tr: Labels, band: str | None, usable_gib: float) -> str:
+    """Under the reserved memory: its 80 % band, as the card's (app53 M2), then the usable memory."""
+    usable = tr("ex_usable", usable=usable_gib)
+    return usable if band is None else tr("card_memory_band", band=band, share=usable)
+
+
 def explorer_summary(tr: Labels, p: Plan, context_gib: float) -> None:
     e = p.estimate
     m = e.memory
     usable = m.usable_gib
     bands = figure_bands(tr, e)  # each figure's 80 % band, as the card shows it (trial s33: none here)
     values = (  # the usable memory under the reserved, as the card writes the capacity
-        ("ex_memory", f"{m.reserved_gib:,.1f} GiB", tr("ex_usable", usable=usable)),
+        ("ex_memory", f"{m.reserved_gib:,.1f} GiB", memory_delta(tr, bands["reserved_gib"], usable)),
         ("ex_step", seconds(tr, e.time.step_s), bands["step_s"]),
         ("tokens_per_s", per_second(e.throughput.tokens_per_s), bands["tokens_per_s"]),
         ("card_mfu", f"{e.throughput.mfu:.1%}", bands["mfu"]),  # trial s35 (round 2): the card's had one

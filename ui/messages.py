@@ -106,7 +106,11 @@ def figure_bands(tr: Labels, e: Estimate) -> dict[str, str | None]:
         "mfu": lambda m: f"{m:.1%}",
     }
     bands = {field: band_text(tr, None if u is None else getattr(u, field), unit) for field, unit in units.items()}
-    return bands | {"cost_usd": None if ends is None or ends[0] == ends[1] else tr("card_band", lo=ends[0], hi=ends[1])}
+    memory = None if e.memory_band is None else e.memory_band.reserved_gib  # the reserved peak's (app53 M2)
+    return bands | {
+        "cost_usd": None if ends is None or ends[0] == ends[1] else tr("card_band", lo=ends[0], hi=ends[1]),
+        "reserved_gib": band_text(tr, memory, lambda gib: f"{gib:,.1f} GiB"),
+    }
 
 
 def regime_text(tr: Labels, u: Uncertainty) -> str:

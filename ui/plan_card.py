@@ -29,7 +29,6 @@ from ui.i18n import Labels, plain
 from ui.messages import (
     BAND_DASH,
     ac_text,
-    band_text,
     ceiling_text,
     cost_parts,
     duration,
@@ -169,10 +168,9 @@ def card_deltas(tr: Labels, plan: Plan) -> dict[str, str | None]:
 def memory_delta(tr: Labels, plan: Plan) -> str:
     """Under the memory: the reserved peak's 80 % band, as the other figures have theirs (app53 M2:
     only in the grey text), then its share of the GPU's capacity."""
-    mem, band = plan.estimate.memory, plan.estimate.memory_band
+    mem, band = plan.estimate.memory, figure_bands(tr, plan.estimate)["reserved_gib"]
     share = tr("card_memory_of", fraction=mem.reserved_gib / mem.capacity_gib, capacity=mem.capacity_gib)
-    ends = None if band is None else band_text(tr, band.reserved_gib, lambda gib: f"{gib:.1f} GiB")
-    return share if ends is None else tr("card_memory_band", band=ends, share=share)
+    return share if band is None else tr("card_memory_band", band=band, share=share)
 
 
 def batch_delta(tr: Labels, plan: Plan) -> str:

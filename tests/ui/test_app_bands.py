@@ -145,7 +145,7 @@ def test_a_cost_band_keeps_one_unit_at_both_ends():
 
     fields = ("time_to_train_h", "energy_kwh", "tokens_per_s", "step_s", "mfu")
     u = SimpleNamespace(cost_usd=(297_343.0, 1.01e6), **dict.fromkeys(fields))
-    assert figure_bands(EN, SimpleNamespace(uncertainty=u, cost_usd=500_000.0))["cost_usd"] == EN(
+    assert figure_bands(EN, SimpleNamespace(uncertainty=u, cost_usd=500_000.0, memory_band=None))["cost_usd"] == EN(
         "card_band", lo="$0.30M", hi="$1.01M"
     )
 

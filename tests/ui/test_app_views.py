@@ -351,7 +351,11 @@ def test_layout_explorer_shows_the_api_estimate_and_sends_it_to_the_plan():
     assert shown[EN("tokens_per_s")] == f"{e.throughput.tokens_per_s:,.0f}"
     assert shown[EN("ex_memory")] == f"{e.memory.reserved_gib:,.1f} GiB"  # usable below it: no "105.7 / 169..."
     (memory,) = [m for m in at.metric if m.label == EN("ex_memory")]
-    assert memory.delta == EN("ex_usable", usable=e.memory.usable_gib)
+    # app53 M2: the reserved peak's band first, as the card's memory metric has it
+    assert e.memory_band is not None
+    lo, hi = (f"{gib:,.1f} GiB" for gib in e.memory_band.reserved_gib)
+    band = EN("card_band", lo=lo, hi=hi)
+    assert memory.delta == EN("card_memory_band", band=band, share=EN("ex_usable", usable=e.memory.usable_gib))
     # trial s44 app M4: a batch other than the chosen plan's is said (its time and cost are that batch's)
     said = EN("ex_batch_differs", tokens=e.global_batch_tokens, plan_tokens=chosen.estimate.global_batch_tokens)
     assert (said in [i.value for i in at.info]) == (e.global_batch_tokens != chosen.estimate.global_batch_tokens)
