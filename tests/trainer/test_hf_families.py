@@ -44,6 +44,18 @@ _LLAMA4 = dict(
     no_rope_layer_interval=2,
 )
 # Each family's keys beyond the shapes, set so the weights differ from Llama's where they can.
+# The MLA + routed-experts shapes the DeepSeek-style tiny configs share (V3, Kimi K2, V2).
+_TINY_MLA_MOE = dict(
+    q_lora_rank=16,
+    kv_lora_rank=16,
+    qk_rope_head_dim=8,
+    qk_nope_head_dim=8,
+    v_head_dim=8,
+    moe_intermediate_size=32,
+    n_routed_experts=8,
+    num_experts_per_tok=2,
+    first_k_dense_replace=1,
+)
 TINY: dict[str, dict] = {
     "llama": dict(attention_bias=True, mlp_bias=True),
     "mistral": dict(sliding_window=8),
@@ -61,48 +73,20 @@ TINY: dict[str, dict] = {
     # its default pad_token_id 32000 must fit; RoPE on 3/4 of each head, as Phi-4-mini (trial s52)
     "phi3": dict(sliding_window=8, vocab_size=32064, partial_rotary_factor=0.75),
     "olmo2": {},
-    "deepseek_v3": dict(
-        q_lora_rank=16,
-        kv_lora_rank=16,
-        qk_rope_head_dim=8,
-        qk_nope_head_dim=8,
-        v_head_dim=8,
-        moe_intermediate_size=32,
-        n_routed_experts=8,
-        num_experts_per_tok=2,
-        n_shared_experts=1,
-        first_k_dense_replace=1,
-        num_nextn_predict_layers=0,
-    ),
+    "deepseek_v3": _TINY_MLA_MOE | dict(n_shared_experts=1, num_nextn_predict_layers=0),
     # Kimi K2: DeepSeek-V3's weights under its own name (trial s52), one group of experts as released
-    "kimi_k2": dict(
-        q_lora_rank=16,
-        kv_lora_rank=16,
-        qk_rope_head_dim=8,
-        qk_nope_head_dim=8,
-        v_head_dim=8,
-        moe_intermediate_size=32,
-        n_routed_experts=8,
-        num_experts_per_tok=2,
+    "kimi_k2": _TINY_MLA_MOE
+    | dict(
         n_shared_experts=1,
-        first_k_dense_replace=1,
         num_nextn_predict_layers=0,
         n_group=1,
         topk_group=1,
         routed_scaling_factor=2.827,
     ),
     # DeepSeek-V2: V3's weights without MTP, its softmax router limited to 2 of 4 groups, scale 16
-    "deepseek_v2": dict(
-        q_lora_rank=16,
-        kv_lora_rank=16,
-        qk_rope_head_dim=8,
-        qk_nope_head_dim=8,
-        v_head_dim=8,
-        moe_intermediate_size=32,
-        n_routed_experts=8,
-        num_experts_per_tok=2,
+    "deepseek_v2": _TINY_MLA_MOE
+    | dict(
         n_shared_experts=2,
-        first_k_dense_replace=1,
         topk_method="group_limited_greedy",
         n_group=4,
         topk_group=2,
