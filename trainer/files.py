@@ -57,9 +57,10 @@ class ModelIdentity:
 # after an upgrade (ckpt49). Now the spec less its defaults is hashed, which a new defaulted field
 # leaves alone; the old rule's hash (the whole spec without the fields added since) is accepted too.
 # Session 52 (the DeepSeek router read from a config) added expert_groups, topk_expert_groups and
-# routed_scale: the same break, caught by tests/trainer/test_model_identity.py.
+# routed_scale: the same break, caught by tests/trainer/test_model_identity.py; session 53 Granite's
+# multipliers likewise.
 FIELDS_ADDED_AFTER_WHOLE_SPEC_HASH = frozenset(
-    {"rope_attention_factor", "expert_groups", "topk_expert_groups", "routed_scale"}
+    {"rope_attention_factor", "expert_groups", "topk_expert_groups", "routed_scale", "multipliers"}
 )
 
 
