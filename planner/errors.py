@@ -151,6 +151,7 @@ class InfeasiblePlan(Exception):
         tokens_within_budget: float | None = None,
         chain: tuple[str, ...] = (),
         larger_batch: CountPastInventory | None = None,
+        raised_cap: NamedPlan | None = None,
     ) -> None:
         super().__init__(f"{constraint.value}: {detail}; {fix}")
         self.constraint = constraint
@@ -189,6 +190,9 @@ class InfeasiblePlan(Exception):
         # (its ``batch_tokens``), the plan past the cap that meets it (planner/api/batch_offers.py;
         # app53 M1: only the English detail line said it, the 中文 page dropped it)
         self.larger_batch = larger_batch
+        # A deadline answer under a GPU-count cap (max_gpus): the plan past the cap its fix names
+        # ("raise max_gpus (--max-gpus) to N"), typed so no caller reads the count from the words
+        self.raised_cap = raised_cap
 
     def but(
         self,
@@ -224,6 +228,7 @@ class InfeasiblePlan(Exception):
             tokens_within_budget=tokens_within_budget or self.tokens_within_budget,
             chain=self.chain,
             larger_batch=larger_batch or self.larger_batch,
+            raised_cap=self.raised_cap,
         )
 
     def __reduce__(self):  # keep the fields across pickling (process pools, caches)
@@ -244,6 +249,7 @@ class InfeasiblePlan(Exception):
                 "more_gpus": self.more_gpus,
                 "tokens_within_budget": self.tokens_within_budget,
                 "larger_batch": self.larger_batch,
+                "raised_cap": self.raised_cap,
             },
         )
 

@@ -13,7 +13,6 @@ one-search function, which this module does not import (it imports this one).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -321,19 +320,15 @@ def past_the_cap_batch_fix(answer: InfeasiblePlan, request: PlanRequest, search:
     return answer.but(fix=answer.fix + words, batch_tokens=larger.global_batch_tokens, batch_seconds=seconds)
 
 
-# The diagnosis's words for the count cap a deadline needs (planner/search/diagnosis.py, which types
-# no count for it): "raise max_gpus (--max-gpus) to 12288 (12288 gb300 finish in 22.6 hours)".
-RAISED_CAP = re.compile(r"raise max_gpus \(--max-gpus\) to (?P<count>\d+) \((?P=count) (?P<gpu>[\w.-]+) finish in")
-
-
 def past_the_cap_plan(answer: InfeasiblePlan, larger: PlanRequest, search: Search) -> CountPastInventory | None:
-    """The plan at ``larger``'s batch on the type and up to the count cap ``answer``'s fix names, typed
-    for the app to word (app53 M1: the 中文 page dropped the only fix that met a 1-day deadline):
-    that type searched up to that count; None where the fix names none or the search finds none."""
-    named = RAISED_CAP.search(answer.fix)
+    """The plan at ``larger``'s batch on the type and up to the count cap ``answer`` names
+    (``raised_cap``), typed for the app to word (app53 M1: the 中文 page dropped the only fix that
+    met a 1-day deadline): that type searched up to that count; None where the answer names none or
+    the search finds none."""
+    named = answer.raised_cap
     if named is None:
         return None
-    capped = larger.model_copy(update={"max_gpus": int(named["count"]), "gpus": {named["gpu"]: None}})
+    capped = larger.model_copy(update={"max_gpus": named.num_gpus, "gpus": {named.gpu: None}})
     try:
         other = search(capped, probe=False).plan
     except InfeasiblePlan:

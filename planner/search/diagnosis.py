@@ -250,7 +250,7 @@ def _explain_deadline(table: TableColumns, checks: RowChecks, passing: np.ndarra
     fastest = float(T[passing].min())
     assert checks.deadline_s is not None
     fix = allow_deadline_words(fastest)
-    more_gpus_help, batch_tokens, batch_seconds = None, None, None
+    more_gpus_help, batch_tokens, batch_seconds, raised_cap = None, None, None, None
     bigger = checks.gpu_type & checks.memory & checks.divisibility & checks.batch & ~checks.inventory & checks.deadline
     if bigger.any():  # more GPUs than the inventory has would meet the deadline
         more_gpus_help = True
@@ -259,6 +259,7 @@ def _explain_deadline(table: TableColumns, checks: RowChecks, passing: np.ndarra
         finish = f"{table.num_gpus[row]} {table.gpu_id[row]} finish in {duration_words(float(T[row]))}"
         if table.gpu_id[row] in checks.count_caps:
             fix += f" or raise max_gpus (--max-gpus) to {table.num_gpus[row]} ({finish})"
+            raised_cap = NamedPlan(str(table.gpu_id[row]), int(table.num_gpus[row]), float(T[row]))
         else:
             fix += f" or more GPUs ({finish})"
     elif (bound := _batch_bound_fix(table, checks)) is not None:
@@ -278,6 +279,7 @@ def _explain_deadline(table: TableColumns, checks: RowChecks, passing: np.ndarra
         more_gpus_help=more_gpus_help,
         batch_tokens=batch_tokens,
         batch_seconds=batch_seconds,
+        raised_cap=raised_cap,
     )
 
 

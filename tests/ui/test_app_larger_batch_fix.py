@@ -6,6 +6,8 @@ sidebar writes it."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from support.app import EN, ZH, english_sentences, request_for, run_app
 
@@ -42,3 +44,18 @@ def test_the_larger_batch_fix_is_said_in_both_languages_with_the_sidebars_batch(
     assert f"“{tr('global_batch')}” = 8M" in warning
     assert f"{more.num_gpus:,} × h100-sxm" in warning and tr("max_gpus") in warning
     assert "--" not in warning and (tr is EN or not english_sentences(warning))
+
+
+def test_a_deadline_answer_under_a_count_cap_types_the_count_its_fix_names():
+    """The count past the cap was read back from the fix's English words (a regex in
+    batch_offers.py); the diagnosis now types it (``InfeasiblePlan.raised_cap``)."""
+    request = request_for(get_preset("llama3-8b"), training_tokens=160.6e9, seq_len=8192, gpus={"h100-sxm": None})
+    larger = request.model_copy(
+        update={"max_gpus": 512, "deadline_days": DEADLINE_DAYS, "global_batch_tokens": 4 * 2**21}
+    )
+    with pytest.raises(InfeasiblePlan) as caught:
+        plan(larger)
+    answer = caught.value
+    said = re.search(r"raise max_gpus \(--max-gpus\) to (\d+) \((\d+) ([\w.-]+) finish in", answer.fix)
+    assert said and answer.raised_cap is not None, answer.fix
+    assert (answer.raised_cap.num_gpus, answer.raised_cap.gpu) == (int(said[1]), said[3])
