@@ -186,13 +186,10 @@ class InfeasiblePlan(Exception):
         # start, first to last, then it (planner/search/precedence.py; review after52 M2: several
         # such answers were headed "cannot run on their own")
         self.chain = chain
-        # A deadline no count meets at the asked batch, probed past the count cap: at a larger batch
-        # (its ``batch_tokens``), the plan past the cap that meets it (planner/api/batch_offers.py;
-        # app53 M1: only the English detail line said it, the 中文 page dropped it)
+        # A deadline no count meets at the asked batch: the plan past the cap at a larger batch (its
+        # ``batch_tokens``; planner/api/batch_offers.py; app53 M1: the 中文 page dropped it)
         self.larger_batch = larger_batch
-        # A deadline answer under a GPU-count cap (max_gpus): the plan past the cap its fix names
-        # ("raise max_gpus (--max-gpus) to N"), typed so no caller reads the count from the words
-        self.raised_cap = raised_cap
+        self.raised_cap = raised_cap  # under max_gpus: the plan past the cap its fix names, typed
 
     def but(
         self,
