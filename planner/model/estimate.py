@@ -38,7 +38,7 @@ from planner.model.flops import (
     model_flops_per_token,
 )
 from planner.model.goodput import Goodput, checkpoint_bytes, failure_rates, goodput
-from planner.model.host import host_memory_gib, host_memory_words, row_fits
+from planner.model.host import host_fits, host_memory_gib, host_memory_words, row_fits
 from planner.model.memory import (
     MemoryBreakdown,
     loss_bytes_per_logit,
@@ -315,7 +315,7 @@ def _unfit_words(
     need, cap = float(s.memory.device_total[0]) / GIB, float(c.memory_bytes[0]) / GIB
     usable = usable_capacity(cap, settings.memory_headroom)
     if need > usable:
-        return check.device_memory(need, usable, cap, terms, settings)
+        return check.device_memory(need, usable, cap, terms, settings, bool(host_fits(check.model, c, settings)[0]))
     return host_memory_words(check.model, c, settings)
 
 

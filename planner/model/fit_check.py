@@ -13,7 +13,7 @@ from planner.fix_codes import FixCode
 from planner.layout import ActivationCheckpointing, Layout, Sharding, TrainingConfig
 from planner.model.candidates import SHARD_FSDP, Candidates, code
 from planner.model.configuration import checked_configuration, refused_by
-from planner.model.host import host_fits, row_fits
+from planner.model.host import row_fits
 from planner.model.memory import memory, offload_keeps_grads
 from planner.model.memory_fixes import memory_fix_hint
 from planner.model.optimizer_precision import OptimizerPrecision, refused_rows
@@ -146,9 +146,10 @@ class FitCheck:
         return None
 
     def device_memory(
-        self, need: float, usable: float, cap: float, terms: MemoryTerms, settings: ModelingSettings
+        self, need: float, usable: float, cap: float, terms: MemoryTerms, settings: ModelingSettings, host_holds: bool
     ) -> tuple[str, tuple[FixHint, ...]]:
-        """The need against the room in words (GiB), and the fixes that would run."""
+        """The need against the room in words (GiB), and the fixes that would run (``host_holds``:
+        whether the host holds the offloaded states as they are, the estimate's ``host_fits``)."""
         frees = offload_frees_gib(terms, self.resolved, settings) if self.with_offload(settings) else 0.0
         fixes = memory_fix_hint(
             need,
@@ -168,7 +169,7 @@ class FitCheck:
             group_fits=lambda shard, replicate, gpus: self.fits_with_group(shard, replicate, gpus, settings),
             optimizer_fix=self.optimizer_fix(settings),
             compile_fits=self.compile_fits(settings),
-            host_holds=self.host_holds(settings),
+            host_holds=host_holds,
         )
         if fixes[0] == FixHint(code=FixCode.BIGGER_GPU):  # the partial hints after it stay (review s39)
             fixes = (*(self._past_every_gpu(need, settings) or fixes[:1]), *fixes[1:])
@@ -182,11 +183,6 @@ class FitCheck:
         if need <= room:
             return ()
         return (FixHint(code=FixCode.NO_ONE_FIX, figures={"times": need / room, "largest": largest.id}),)
-
-    def host_holds(self, settings: ModelingSettings) -> bool:
-        """Whether the host holds the layout's offloaded states as it is (``host_fits``)."""
-        c = self._candidates(self.resolved, self.num_gpus, self.training)
-        return c is None or bool(host_fits(self.model, c, settings)[0])
 
     def need_with_full_ac(self, settings: ModelingSettings) -> float | None:
         """GiB per GPU (reserved + CUDA context) of the same layout with full recomputation; None
