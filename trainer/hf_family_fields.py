@@ -72,28 +72,22 @@ def _latent_moe_fields(spec: ModelSpec) -> dict[str, Any]:
     )
 
 
+def _group_router_fields(spec: ModelSpec) -> dict[str, Any]:
+    """The grouped router's keys (DeepSeek-V2 / V3, GLM-4.5), from the native router's groups and
+    scale (``ModelShape.group_routing``)."""
+    routing = spec.group_routing
+    return dict(n_group=routing.groups, topk_group=routing.topk_groups, routed_scaling_factor=routing.routed_scale)
+
+
 def _deepseek_v3_fields(spec: ModelSpec) -> dict[str, Any]:
-    routing = spec.group_routing  # the native router's groups and scale
-    return _latent_moe_fields(spec) | dict(
-        n_group=routing.groups,
-        topk_group=routing.topk_groups,
-        routed_scaling_factor=routing.routed_scale,
-        norm_topk_prob=spec.moe_renormalize,
-    )
+    return _latent_moe_fields(spec) | _group_router_fields(spec) | dict(norm_topk_prob=spec.moe_renormalize)
 
 
 def _deepseek_v2_fields(spec: ModelSpec) -> dict[str, Any]:
     """DeepSeek-V2's softmax router: one group is ``greedy``, more ``group_limited_greedy``; it
     never renormalises (the reader refuses a file that does)."""
-    routing = spec.group_routing
-    method = "greedy" if routing.groups == 1 else "group_limited_greedy"
-    return _latent_moe_fields(spec) | dict(
-        topk_method=method,
-        n_group=routing.groups,
-        topk_group=routing.topk_groups,
-        routed_scaling_factor=routing.routed_scale,
-        norm_topk_prob=False,
-    )
+    method = "greedy" if spec.group_routing.groups == 1 else "group_limited_greedy"
+    return _latent_moe_fields(spec) | _group_router_fields(spec) | dict(topk_method=method, norm_topk_prob=False)
 
 
 def _nemotron_fields(spec: ModelSpec) -> dict[str, Any]:
@@ -174,17 +168,13 @@ def _glm4_moe_fields(spec: ModelSpec) -> dict[str, Any]:
     """GLM-4.5: leading dense blocks, routed and shared experts of one width, DeepSeek-V3's router
     as the spec keeps it (GLM's releases: one group; 1.0 Air, 2.5 GLM-4.5), RoPE on part of each
     head, q/k norms where the spec has them. No MTP module: transformers builds none."""
-    routing = spec.group_routing
-    return dict(
+    return _group_router_fields(spec) | dict(
         intermediate_size=spec.dense_ffn_hidden_size or spec.ffn_hidden_size,
         moe_intermediate_size=spec.ffn_hidden_size,
         n_routed_experts=spec.num_experts,
         num_experts_per_tok=spec.experts_per_token,
         n_shared_experts=spec.shared_experts,
         first_k_dense_replace=spec.dense_layers,
-        n_group=routing.groups,
-        topk_group=routing.topk_groups,
-        routed_scaling_factor=routing.routed_scale,
         norm_topk_prob=spec.moe_renormalize,
         attention_bias=spec.qkv_bias,
         partial_rotary_factor=spec.partial_rotary_factor,
