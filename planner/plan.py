@@ -107,8 +107,8 @@ class ModelSummary(BaseModel):
             active_params=model.num_active_params(),
             mtp_params=counts.mtp,
             native=not native_unsupported(model),
-            windowed_layers=model.sliding_layers or None,
-            window_tokens=model.sliding_window if model.sliding_layers else None,
+            windowed_layers=model.windowed_layers,
+            window_tokens=model.window_tokens,
         )
 
 

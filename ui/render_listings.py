@@ -66,8 +66,8 @@ def models(specs, *, as_json: bool, named: bool = False) -> None:
             "experts": m.num_experts if m.is_moe else None,
             "context": m.max_seq_len,
             "tied_embeddings": m.tied_embeddings,
-            "windowed_layers": m.sliding_layers or None,
-            "window_tokens": m.sliding_window if m.sliding_layers else None,
+            "windowed_layers": m.windowed_layers,
+            "window_tokens": m.window_tokens,
             "mtp_params_b": m.param_counts().mtp / 1e9 if m.mtp_layers else None,
         }
         for m in specs

@@ -218,6 +218,16 @@ class ModelShape(BaseModel):
             raise RuleViolation(RuleCode.EXPERT_GROUPS, figures)
 
     @property
+    def windowed_layers(self) -> int | None:
+        """The blocks that attend within a window, as the JSON outputs name them (None: none)."""
+        return self.sliding_layers or None
+
+    @property
+    def window_tokens(self) -> int | None:
+        """Their window, tokens (None: no windowed block)."""
+        return self.sliding_window if self.sliding_layers else None
+
+    @property
     def group_routing(self) -> GroupRouting:
         """The DeepSeek-V3 router's groups and scale (``group_routing``): the native trainer and the
         Hugging Face config both build this."""
