@@ -275,13 +275,12 @@ def job_log_dir(args, job: JobSpec | None) -> Path | None:
 def prune_empty_dirs(root: Path) -> None:
     """Remove the directories under ``root`` (and it) that hold no file: torchrun leaves an empty
     tree per launch where its workers wrote no error file."""
-    if not root.is_dir():
-        return
-    for path in sorted((p for p in root.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True):
+    # Bottom-up os.walk skips what vanishes under it: the agents of a multi-node job on one
+    # host share this tree and prune it at the same time (CI stop 72: rglob raised on a
+    # directory another agent had just removed).
+    for parent, _dirs, _files in os.walk(root, topdown=False):
         with contextlib.suppress(OSError):
-            path.rmdir()  # only succeeds when empty
-    with contextlib.suppress(OSError):
-        root.rmdir()
+            Path(parent).rmdir()  # only succeeds when empty
 
 
 # The modules that train a job directory (trainer.train: jobs emitted before trainer.worker).

@@ -239,6 +239,33 @@ def test_torchrun_logs_under_the_job_and_leaves_no_empty_tree(tmp_path) -> None:
     assert job_log_dir(given, job_of(given)) is None and given.log_dir == str(tmp_path / "mine")  # the user's own
 
 
+def test_pruning_torchrun_logs_survives_another_agent_pruning_them(tmp_path, monkeypatch) -> None:
+    """CI stop 72: two agents of a two-node job on one host prune the same tree; a directory the
+    other agent removed mid-walk raised FileNotFoundError and failed a run that had trained."""
+    import os
+    import shutil
+
+    from trainer.torchrun import prune_empty_dirs
+
+    log_dir = tmp_path / "torchrun"
+    (log_dir / "run_a" / "attempt_0" / "0").mkdir(parents=True)
+    (log_dir / "run_b" / "attempt_0" / "1").mkdir(parents=True)
+    (log_dir / "run_b" / "attempt_0" / "1" / "error.json").write_text("{}")
+    scandir = os.scandir
+
+    def other_agent_first(path):  # the other agent removes run_a just before this one reads it
+        if not isinstance(path, int) and os.fspath(path) == os.fspath(log_dir / "run_a"):
+            shutil.rmtree(path)  # (rmtree itself scans by file descriptor: the int case)
+        return scandir(path)
+
+    monkeypatch.setattr(os, "scandir", other_agent_first)
+    prune_empty_dirs(log_dir)
+    prune_empty_dirs(tmp_path / "never-made")
+    assert sorted(p.relative_to(log_dir).as_posix() for p in log_dir.rglob("*")) == [
+        "run_b", "run_b/attempt_0", "run_b/attempt_0/1", "run_b/attempt_0/1/error.json"
+    ]  # fmt: skip
+
+
 def test_torchrun_says_a_stop_at_once_and_a_job_without_checkpoints() -> None:
     from trainer.torchrun import stop_line
 
