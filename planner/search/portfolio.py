@@ -10,7 +10,6 @@ rule for a row: portfolio_objective.py. Rent vs buy: planner/search/fleet.py.
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -25,6 +24,7 @@ from planner.search.ownership import HourlyRate, idle_usd
 from planner.search.portfolio_flow import flow_constraints
 from planner.search.portfolio_objective import (
     ModelRead,
+    Portfolio,
     PortfolioWeights,
     model_objective,
     portfolio_weights,
@@ -146,15 +146,19 @@ def solve_portfolio(
     if pools is not None:
         inventory, finish_by = pools.bounds(inventory, finish_by)
     weights = portfolio_weights(options, len(jobs), objective_weights(objective, cost_weight), F, inventory, pools)
+    portfolio = Portfolio(jobs, options, weights, inventory, finish_by)
     problem = pulp.LpProblem("portfolio", pulp.LpMinimize)
     solving = (solver, time_limit_s)
     exact = len(jobs) <= EXACT_MAX_JOBS if exact is None else exact
     if exact:
-        solution = _solve_exact(problem, jobs, options, weights, inventory, finish_by, solving, horizon_s)
+        solution = _solve_exact(problem, portfolio, solving, horizon_s)
     else:
         slots = (horizon_s, max(num_slots, 2 * len(jobs)))
-        solution = _many_jobs(problem, jobs, options, weights, inventory, finish_by, pools, slots, prune, solving)
-    score = functools.partial(_read, jobs, options, weights)
+        solution = _many_jobs(problem, portfolio, pools, slots, prune, solving)
+
+    def score(capacity: Mapping[str, int], read: ModelRead) -> PortfolioSolution:
+        return _read(replace(portfolio, inventory=capacity), read)
+
     solution = settle_near_ties(solution, options, objective, finish_by, weights.T_ref, inventory, score)
     held = tuple(sorted((g, F[g]) for g in inventory if g not in rented))
     return replace(solution, num_variables=len(problem.variables()), held_usd_per_gpu_hour=held)
@@ -192,34 +196,23 @@ def _reserved_pools(
 
 
 def _solve_exact(
-    problem: pulp.LpProblem,
-    jobs: Sequence[JobCandidates],
-    options: PortfolioRows,
-    weights: PortfolioWeights,
-    inventory: Mapping[str, int],
-    finish_by: list[float | None],
-    solving: tuple[str, float | None],
-    horizon_s: float | None,
+    problem: pulp.LpProblem, p: Portfolio, solving: tuple[str, float | None], horizon_s: float | None
 ) -> PortfolioSolution:
     """The exact model (:func:`_exact_order`) solved and its answer read: H bounds every left-justified
     schedule (the latest release, then every job's slowest row in turn), D_j = min(deadline, horizon, H)."""
-    r = [job.release_s / SECONDS_PER_DAY for job in jobs]  # r_j, days
-    H = max(r) + float(sum(np.max(options.T[options.job == j]) for j in range(len(jobs))))
-    D = [min(H, math.inf if d is None else d / SECONDS_PER_DAY) for d in finish_by]
-    order_of = _exact_order(problem, options, weights, inventory, (r, D), (H, predecessors(jobs)))
+    r = [job.release_s / SECONDS_PER_DAY for job in p.jobs]  # r_j, days
+    H = max(r) + float(sum(np.max(p.options.T[p.options.job == j]) for j in range(len(p.jobs))))
+    D = [min(H, math.inf if d is None else d / SECONDS_PER_DAY) for d in p.finish_by]
+    order_of = _exact_order(problem, p.options, p.weights, p.inventory, (r, D), (H, predecessors(p.jobs)))
     optimal, solver_name = run_solver(problem, *solving)
     if not optimal:
-        raise shared_inventory_infeasible(jobs, inventory, horizon_s, True)
-    return replace(_read(jobs, options, weights, inventory, order_of()), solver=solver_name, exact=True)
+        raise shared_inventory_infeasible(p.jobs, p.inventory, horizon_s, True)
+    return replace(_read(p, order_of()), solver=solver_name, exact=True)
 
 
 def _many_jobs(
     problem: pulp.LpProblem,
-    jobs: Sequence[JobCandidates],
-    options: PortfolioRows,
-    weights: PortfolioWeights,
-    inventory: Mapping[str, int],
-    finish_by: list[float | None],
+    p: Portfolio,
     pools: ReservedPools | None,
     slots: tuple[float | None, int],
     prune: bool,
@@ -230,20 +223,20 @@ def _many_jobs(
     lanes already, enough to keep an optimum it proves at once. The better of the two answers.
     ``solving``: the solver and the caller's time limit."""
     solver, time_limit_s = solving
-    bound, lanes = _lanes(jobs, options, weights, inventory, finish_by, solving, pools)
-    if any(job.release_s or job.after for job in jobs):  # the lanes know no release nor P (LB still bounds)
+    bound, lanes = _lanes(p, solving, pools)
+    if any(job.release_s or job.after for job in p.jobs):  # the lanes know no release nor P (LB still bounds)
         lanes = None
     certified = lanes is not None and gap_to_bound(lanes, bound) <= LANES_GAP
     horizon_s, num_slots = slots
-    span = slotted_span_s(options.T, options.job, len(jobs), horizon_s, max(job.release_s for job in jobs))
-    order_of = slotted_order(problem, jobs, options, weights, inventory, finish_by, (span, num_slots), prune)
+    span = slotted_span_s(p.options.T, p.options.job, len(p.jobs), horizon_s, max(job.release_s for job in p.jobs))
+    order_of = slotted_order(problem, p, (span, num_slots), prune)
     limit = time_limit_s if time_limit_s is not None else (CERTIFIED_SLOTTED_LIMIT_S if certified else None)
     solved, solver_name = solve_slotted(problem, solver, prune, limit, search_on=lanes is None and time_limit_s is None)
     if solved is None and lanes is None:
         raise RuntimeError(f"{solver_name} found no schedule of the slotted model by its time limit of {limit} s")
-    answers = ([_read(jobs, options, weights, inventory, order_of())] if solved else []) + ([lanes] if lanes else [])
+    answers = ([_read(p, order_of())] if solved else []) + ([lanes] if lanes else [])
     if not answers:  # the slotted model proved it has none, and the lanes found none
-        raise shared_inventory_infeasible(jobs, inventory, horizon_s, False)
+        raise shared_inventory_infeasible(p.jobs, p.inventory, horizon_s, False)
     best = min(answers, key=lambda answer: answer.objective_value)  # the slotted model's on a tie
     proven = bool(solved) and best is answers[0] and stopped_gap(problem) is None
     gap = None if proven else gap_to_bound(best, bound)
@@ -251,16 +244,11 @@ def _many_jobs(
 
 
 def _lanes(
-    jobs: Sequence[JobCandidates],
-    options: PortfolioRows,
-    weights: PortfolioWeights,
-    inventory: Mapping[str, int],
-    finish_by: list[float | None],
-    solving: tuple[str, float | None],
-    pools: ReservedPools | None,
+    p: Portfolio, solving: tuple[str, float | None], pools: ReservedPools | None
 ) -> tuple[float, PortfolioSolution | None]:
     """LB and the lanes' schedule, list-scheduled and scored as an answer (planner/search/lanes.py);
     none under reserved pools, whose size the lanes do not choose."""
+    options, weights = p.options, p.weights
     terms = RowTerms(
         job=options.job,
         gpu=options.gpu,
@@ -268,16 +256,16 @@ def _lanes(
         T=options.T,
         k=weights.row_terms(options.v_cost, options.T, options.job),  # at E_j = T_c
         held=weights.held,
-        deadline=np.array([math.inf if d is None else d / SECONDS_PER_DAY for d in finish_by]),
+        deadline=np.array([math.inf if d is None else d / SECONDS_PER_DAY for d in p.finish_by]),
         smith=weights.T_ref,
-        inventory={g: count for g, count in inventory.items() if count > 0},
+        inventory={g: count for g, count in p.inventory.items() if count > 0},
     )
     solver, time_limit_s = solving  # the caller's limit caps each MIP's own (review s45 L5)
     bound = assignment_bound(terms, solver, time_limit_s)
     found = None if pools is not None else lane_schedule(terms, solver, bound, time_limit_s=time_limit_s)
     if found is None:
         return bound, None
-    return bound, _read(jobs, options, weights, inventory, (list(found.rows), list(found.order), {}))
+    return bound, _read(p, (list(found.rows), list(found.order), {}))
 
 
 def _exact_order(
@@ -342,19 +330,14 @@ def _exact_order(
     return read
 
 
-def _read(
-    jobs: Sequence[JobCandidates],
-    options: PortfolioRows,
-    weights: PortfolioWeights,
-    inventory: Mapping[str, int],
-    read: ModelRead,
-) -> PortfolioSolution:
+def _read(p: Portfolio, read: ModelRead) -> PortfolioSolution:
     """The picked rows, list-scheduled in the model's order of starts (``read``: the rows, the
     order, the GPUs reserved) on ``inventory`` (a reserved type's: the GPUs reserved) and scored as
     the ILP scores them; a reserved type's GPUs are the most its jobs then hold at once, in whole
     units. Which model answered is the caller's to fill in."""
     picked, order, pool = read
-    inventory = {**inventory, **pool}  # the list schedule holds no more than the GPUs reserved
+    jobs, options, weights = p.jobs, p.options, p.weights
+    inventory = {**p.inventory, **pool}  # the list schedule holds no more than the GPUs reserved
     chosen = [next(i for i in picked if options.job[i] == j) for j in range(len(jobs))]
     days = [float(options.T[i]) for i in chosen]
     release = [job.release_s / SECONDS_PER_DAY for job in jobs]

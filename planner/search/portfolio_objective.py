@@ -5,13 +5,14 @@ models write it (``model_objective``) and what each reads back once solved (``Mo
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pulp
 
 from planner.search.ilp import TIE_BREAK_WEIGHT
+from planner.search.job_candidates import JobCandidates
 from planner.search.portfolio_reserved import ReservedPools
 from planner.search.portfolio_rows import PortfolioRows, dot
 from planner.units import HOURS_PER_DAY
@@ -54,6 +55,20 @@ class PortfolioWeights:
         """The whole objective: the held inventory until M, the reserved terms' cost and the rows'
         terms (summed ``row_terms``); numbers, or the model's expressions."""
         return self.held * makespan_days + self.usd * reserved_usd + rows
+
+
+@dataclass(frozen=True, eq=False)
+class Portfolio:
+    """One portfolio as its models read it: the jobs J, their rows R_j (``options``), the objective's
+    ``weights``, inv_g (``inventory``) and each job's latest end, seconds (``finish_by``; None: none).
+    One record where the exact model, the slotted one, the lanes and the read-back each took these five
+    (duplicates D3-D5, D10)."""
+
+    jobs: Sequence[JobCandidates]
+    options: PortfolioRows
+    weights: PortfolioWeights
+    inventory: Mapping[str, int]
+    finish_by: Sequence[float | None]
 
 
 def portfolio_weights(

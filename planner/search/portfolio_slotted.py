@@ -4,15 +4,14 @@ problem, pruned by the greedy bound of planner/search/slot_bound.py where it may
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
 import pulp
 
-from planner.search.job_candidates import JobCandidates
-from planner.search.portfolio_objective import ModelRead, PortfolioWeights, model_objective, solved_pool
-from planner.search.portfolio_rows import PortfolioRows, dot
+from planner.search.portfolio_objective import ModelRead, Portfolio, model_objective, solved_pool
+from planner.search.portfolio_rows import dot
 from planner.search.precedence import precedence_constraints, predecessors
 from planner.search.slot_bound import Bounded, SlottedInstance, bounded_options
 from planner.search.slots import (
@@ -38,14 +37,7 @@ class _Offered:
 
 
 def slotted_order(
-    problem: pulp.LpProblem,
-    jobs: Sequence[JobCandidates],
-    options: PortfolioRows,
-    weights: PortfolioWeights,
-    inventory: Mapping[str, int],
-    finish_by: list[float | None],
-    slotting: tuple[float, int],
-    prune: bool,
+    problem: pulp.LpProblem, p: Portfolio, slotting: tuple[float, int], prune: bool
 ) -> Callable[[], ModelRead]:
     r"""The approximation for many jobs: ``slotted_span_s`` (twice the fastest rows run serially,
     which a serial schedule fits even with rounding, or the horizon where shorter) cut into slots of dt
@@ -63,7 +55,8 @@ def slotted_order(
     once solved, the chosen rows, the jobs in order of start and the GPUs reserved.
     """
     num_slots = slotting[1]
-    offered = _offered(jobs, options, weights, inventory, finish_by, slotting, prune)
+    jobs, options, weights, inventory = p.jobs, p.options, p.weights, p.inventory
+    offered = _offered(p, slotting, prune)
     slotted, source = offered.slotted, offered.source
     z = new_binaries(problem, "z", len(source))
     M = new_variable(problem, "M", 0, None)
@@ -93,31 +86,24 @@ def slotted_order(
     return read
 
 
-def _offered(
-    jobs: Sequence[JobCandidates],
-    options: PortfolioRows,
-    weights: PortfolioWeights,
-    inventory: Mapping[str, int],
-    finish_by: list[float | None],
-    slotting: tuple[float, int],
-    prune: bool,
-) -> _Offered:
+def _offered(p: Portfolio, slotting: tuple[float, int], prune: bool) -> _Offered:
     """Each job's rows at every start slot from which they end in time, less those no schedule as
     good as the greedy one picks (planner/search/slot_bound.py). The greedy schedule knows no P, so
     with any it stands aside and every option is kept."""
     horizon_s, num_slots = slotting
+    jobs, options = p.jobs, p.options
     slot_s = slot_length_s(horizon_s, num_slots)
     index_of = {(int(j), int(r)): i for i, (j, r) in enumerate(zip(options.job, options.row, strict=True))}
     slotted = concat_options(
         [
-            expand_starts(j, job, options.row[options.job == j], num_slots, slot_s, finish_by[j])
+            expand_starts(j, job, options.row[options.job == j], num_slots, slot_s, p.finish_by[j])
             for j, job in enumerate(jobs)
         ]
     )
     source = np.array([index_of[int(j), int(r)] for j, r in zip(slotted.job, slotted.row, strict=True)], dtype=int)
     if not prune or any(job.after for job in jobs):
         return _Offered(slotted, source, None)
-    bounded = bounded_options(_instance(slotted, source, options, weights, inventory, num_slots, len(jobs)))
+    bounded = bounded_options(_instance(slotted, source, p, num_slots))
     return _Offered(subset_options(slotted, bounded.keep), source[bounded.keep], bounded)
 
 
@@ -134,17 +120,9 @@ def _warm_start(
         m[g].setInitialValue(units)
 
 
-def _instance(
-    slotted: SlotOptions,
-    source: np.ndarray,
-    options: PortfolioRows,
-    weights: PortfolioWeights,
-    inventory: Mapping[str, int],
-    num_slots: int,
-    num_jobs: int,
-) -> SlottedInstance:
+def _instance(slotted: SlotOptions, source: np.ndarray, p: Portfolio, num_slots: int) -> SlottedInstance:
     """The slotted model's options with their objective terms, as ``model_objective`` weighs them."""
-    end_days = slotted.end_days
+    options, weights, end_days = p.options, p.weights, slotted.end_days
     return SlottedInstance(
         job=slotted.job,
         gpu=slotted.gpu,
@@ -155,9 +133,9 @@ def _instance(
         gpu_days=options.n[source] * options.T[source],
         cost=weights.row_terms(options.v_cost[source], end_days, slotted.job),
         held=weights.held,
-        inventory={g: count for g, count in inventory.items() if count > 0},  # none of a type: no options
+        inventory={g: count for g, count in p.inventory.items() if count > 0},  # none of a type: no options
         reserved=weights.reserved,
         reserved_weight=weights.usd,
         num_slots=num_slots,
-        num_jobs=num_jobs,
+        num_jobs=len(p.jobs),
     )
