@@ -35,15 +35,14 @@ from planner.limits import (
     MAX_TRAINING_TOKENS,
     MIN_SEQ_LEN,
 )
-from planner.model.attention_choice import with_attention
 from planner.model.attention_kernels import FLASH3_CAPABILITY_MAJOR, AttentionKernel
 from planner.model.candidates import matmul_peak
 from planner.model.optimizer_precision import DEFAULT_OPTIMIZER_PRECISION, OptimizerPrecision
 from planner.model.profiles import kernel_choice, own_model_profile_warning
+from planner.model.run_choices import RunChoices, run_settings
 from planner.model.run_loss_inputs import DEFAULT_RUN_LOSSES, RunLossInputs
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
-from planner.model.stack_profiles import moe_a2a_overlapped, tp_overlap_unbuffered
 from planner.model.stacks import STACK_SETTINGS, Stack
 from planner.model.structure import (
     NativeGap,
@@ -284,43 +283,13 @@ def request_settings(
     price kind's reserved term billed whole (``whole_terms`` False: by the hour, for the jobs of a
     portfolio or fleet, which share their terms)."""
     chosen = settings or STACK_SETTINGS[request.stack]
-    chosen = run_settings(
-        chosen,
-        request.attention,
-        request.partition_activations,
-        request.moe_a2a_overlap,
-        request.optimizer_precision,
-        request.run_losses,
-        request.tp_comm_overlap,
-    )
+    chosen = run_settings(chosen, RunChoices.of(request))
     return chosen.but(term=request_term(request) if whole_terms else None)
 
 
 def request_term(request: PlanRequest) -> TermBilling | None:
     """The reserved term a single job's request bills whole (None: billed by the hour)."""
     return term_billing(request.price_kind, request.term_filled)
-
-
-def run_settings(
-    settings: ModelingSettings,
-    attention: AttentionKernel | None,
-    partition_activations: bool,
-    moe_a2a_overlap: bool,
-    optimizer: OptimizerPrecision = DEFAULT_OPTIMIZER_PRECISION,
-    losses: RunLossInputs = DEFAULT_RUN_LOSSES,
-    tp_comm_overlap: bool = True,
-) -> ModelingSettings:
-    """A profile with what one run chooses: its attention kernel, under Megatron-DeepSpeed
-    partitioned activation checkpoints (``partition_problem``), under Megatron-Core the
-    overlapped expert all-to-alls (``a2a_overlap_problem``) and the TP overlap turned off
-    (``tp_overlap_problem``), the optimizer's formats
-    (``optimizer_precision_problem``: bf16 gradients, 16-bit master remainders), and the user's
-    own run-loss figures (``RunLossInputs``: the one place they reach the settings)."""
-    chosen = with_attention(settings, attention)
-    chosen = chosen.but(partition_activations=True) if partition_activations else chosen
-    chosen = losses.applied(optimizer.applied(chosen))
-    chosen = chosen if tp_comm_overlap else tp_overlap_unbuffered(chosen)
-    return moe_a2a_overlapped(chosen) if moe_a2a_overlap else chosen
 
 
 def catalog_with_prices(catalog: Catalog, overrides: dict[str, float]) -> Catalog:

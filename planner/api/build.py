@@ -14,12 +14,13 @@ from planner.catalog.terms import term_billing
 from planner.layout import Layout, TrainingConfig
 from planner.model.attention_kernels import AttentionKernel
 from planner.model.optimizer_precision import DEFAULT_OPTIMIZER_PRECISION, OptimizerPrecision
+from planner.model.run_choices import RunChoices, run_settings
 from planner.model.run_loss_inputs import DEFAULT_RUN_LOSSES, RunLossInputs
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.model.stacks import STACK_SETTINGS, Stack
 from planner.plan import Plan
-from planner.request import kernel_problem, priced_catalog, run_settings
+from planner.request import kernel_problem, priced_catalog
 from planner.stack_rules import configuration_problem
 
 
@@ -101,15 +102,7 @@ def _job_settings(
     if problem := configuration_problem(Stack(job.stack), job.model, layout, training, *choices, job.tp_comm_overlap):
         raise problem
     chosen = settings or STACK_SETTINGS[job.stack]
-    settings = run_settings(
-        chosen,
-        job.attention,
-        job.partition_activations,
-        job.moe_a2a_overlap,
-        job.optimizer_precision,
-        job.run_losses,
-        job.tp_comm_overlap,
-    )
+    settings = run_settings(chosen, RunChoices.of(job))
     return settings.but(term=None if term_filled is None else term_billing(job.price_kind, term_filled))
 
 

@@ -5,7 +5,7 @@ input stall, evaluation and the start-up take. Each None keeps the named default
 so a plan says which of its figures rest on the user's word (``given``).
 
 Carried by ``PlanRequest`` and ``build_plan``, recorded in the ``Plan`` (explain, emit, restack and
-replan keep them), applied to the settings in one place (planner/request.py ``run_settings``).
+replan keep them), applied to the settings in one place (planner/model/run_choices.py ``run_settings``).
 """
 
 from __future__ import annotations

@@ -15,9 +15,9 @@ from planner.fix_codes import FixCode
 from planner.layout import Layout, Precision, Sharding, TrainingConfig
 from planner.model.attention_kernels import CudnnGeneration
 from planner.model.optimizer_precision import OptimizerPrecision
+from planner.model.run_choices import RunChoices, run_settings
 from planner.model.stack_profiles import MEGATRON_CORE_SETTINGS
 from planner.model.stacks import Stack
-from planner.request import run_settings
 from planner.stack_rules import optimizer_precision_problem
 from planner.units import BF16_BYTES
 from validation.nemo_blackwell import MLPERF_RECIPE
@@ -40,7 +40,7 @@ def test_the_flags_are_the_recipes_formats():
     """One rule for the flags and the rows whose recipes state the same formats: S14's Megatron-Bridge
     recipes and MLPerf's code (bf16 gradients), S13's NeMo launcher configs (16-bit master
     remainders on every row, bf16 gradients for GPT3-175B and Nemotron-340B)."""
-    flagged = run_settings(MEGATRON_CORE_SETTINGS, None, False, False, BF16_GRADS)
+    flagged = run_settings(MEGATRON_CORE_SETTINGS, RunChoices(optimizer_precision=BF16_GRADS))
     assert MEGATRON_BRIDGE_FORMATS == BF16_GRADS and flagged.grad_bytes == BF16_BYTES
     assert MLPERF_RECIPE == BF16_GRADS
     both = OptimizerPrecision(grad_reduce_bf16=True, param_remainders=True)
@@ -49,7 +49,7 @@ def test_the_flags_are_the_recipes_formats():
     assert {r.model_name for r in launcher} >= NEMO_LAUNCHER_BF16_GRADS
     for r in launcher:
         chosen = both if r.model_name in NEMO_LAUNCHER_BF16_GRADS else REMAINDERS
-        flagged = run_settings(MEGATRON_CORE_SETTINGS, None, False, False, chosen)
+        flagged = run_settings(MEGATRON_CORE_SETTINGS, RunChoices(optimizer_precision=chosen))
         # apex's optimizer keeps the fp32 gradient copy counted (validation.published.nemo_launcher_settings)
         # ... and the container's cuDNN, 9.1 (validation.published.cudnn_generation_for)
         expected = flagged.but(optimizer_copies_16bit_grads=True, cudnn_generation=CudnnGeneration.CUDNN_9_1)
