@@ -1,6 +1,6 @@
 """A fresh held-out set: published training throughputs no other validation file holds.
 
-data/validation/fresh_runs.csv (read as data/validation/fresh_runs_sources.md describes) holds two
+data/validation/fresh_runs.csv (read as data/validation/fresh_runs_sources.md describes) holds four
 sets of rows from sources no validation or calibration row came from. Set 1 (session 51, trial
 heldout51, 14 rows): OLMo-core's README throughput table (H100, FSDP + compile), FlagPerf's
 Megatron-Core / FlagScale LLM cases (A800, H100, H800) and the flash-attention repository's GPT-3
@@ -12,7 +12,10 @@ heldout53, 19 rows): the Ultra-Scale Playbook's nanotron grid (H100, DP / TP / P
 GPUs), the PyTorch float8 + FSDP2 blog (512 H100) and Hugging Face's Ulysses sequence-parallel
 benchmark (HF Trainer + DeepSpeed ZeRO-3, 8K-64K); scored held out; its F44-F47 later pointed to
 offload's per-micro-batch gradient traffic (session 53, trial offload53), so they are not held out
-of that decision.
+of that decision. Set 4 (session 54, trial heldout54, 16 rows): Crusoe's torchtitan table (Llama 3.1
+8B on GB200, B200, H200, H100, 8 to 128 GPUs), torchtune's optimization-flags table (A100, one
+GPU), VectorLM's reference throughput (HF modules under FSDP1 on 4 A100) and a torchtitan pull
+request's default-EP MoE figure (Qwen3-30B-A3B on 8 B200); scored held out.
 
 Each row stores the ``trainplan estimate`` flags that describe its job (``estimate_args``), so the
 score is what a user typing that command reads: bench/validate_fresh.py runs each through the CLI
@@ -39,7 +42,7 @@ class FreshRow:
     """One published measurement and the estimate command that describes it."""
 
     row_id: str
-    fresh_set: int  # which collection the row came in (1: session 51, 2: session 52, 3: session 53)
+    fresh_set: int  # which collection the row came in (1-4: sessions 51-54)
     source: str
     locator: str
     model: str

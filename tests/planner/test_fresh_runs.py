@@ -24,7 +24,7 @@ def _flag(args: tuple[str, ...], name: str) -> str:
 
 
 def test_every_row_names_a_catalog_gpu_a_model_and_its_own_gpu_count():
-    assert len(ROWS) == 47 and len({r.row_id for r in ROWS}) == 47
+    assert len(ROWS) == 63 and len({r.row_id for r in ROWS}) == 63
     gpus = load_catalog().gpus
     for row in ROWS:
         assert _flag(row.estimate_args, "--gpu") in gpus, row.row_id
@@ -35,12 +35,14 @@ def test_every_row_names_a_catalog_gpu_a_model_and_its_own_gpu_count():
 
 
 def test_each_set_keeps_its_own_rows():
-    """Set 1 (session 51) is F01-F14, set 2 (session 52) F15-F28, set 3 (session 53) F29-F47: a row
-    moved between sets, or a set read as text, would merge collections scored at different times."""
+    """Set 1 (session 51) is F01-F14, set 2 (session 52) F15-F28, set 3 (session 53) F29-F47, set 4
+    (session 54) F48-F63: a row moved between sets, or a set read as text, would merge collections
+    scored at different times."""
     sets = {row.row_id: row.fresh_set for row in ROWS}
     assert {r for r, s in sets.items() if s == 1} == {f"F{i:02d}" for i in range(1, 15)}
     assert {r for r, s in sets.items() if s == 2} == {f"F{i:02d}" for i in range(15, 29)}
     assert {r for r, s in sets.items() if s == 3} == {f"F{i:02d}" for i in range(29, 48)}
+    assert {r for r, s in sets.items() if s == 4} == {f"F{i:02d}" for i in range(48, 64)}
 
 
 def _answer(gpus: int, figure: float, band: tuple[float, float]) -> dict:
