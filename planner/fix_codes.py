@@ -4,6 +4,7 @@ ui/reasons.py ``fix_text``); split out of planner/rule_codes.py. Only the standa
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from enum import StrEnum
 
 
@@ -77,3 +78,17 @@ FIX_TEMPLATES: dict[FixCode, str] = {
     ),
 }
 FIX_JOIN = "; or "
+
+# A tp, cp or pp fix that runs with other data-parallel replicas than the layout's names them in this
+# figure (and the layout's in ``dp_replicate_now``): planner/model/memory_fixes.py ``_replica_figures``.
+REPLICAS_FIGURE = "dp_replicate"
+# Said after such a fix's own words (``with_replicas``): the one fold FitCheck.fitting_world tries,
+# every replica into the FSDP group.
+FIX_REPLICAS = " with dp_replicate={dp_replicate} (now {dp_replicate_now}): every data-parallel rank in one FSDP group"
+
+
+def with_replicas(words: str, figures: Mapping[str, object], replicas: Callable[[], str]) -> str:
+    """A fix's ``words``, and after them the replicas it runs with where its ``figures`` name them
+    (``REPLICAS_FIGURE``): ``replicas()`` words them, FIX_REPLICAS or the app's label of it (s54:
+    "use tp=8 (now 1)" was named for a layout of 16 replicas where tp 8 runs only without them)."""
+    return words + replicas() if REPLICAS_FIGURE in figures else words

@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 from planner.catalog.prices import PriceBasis, PriceKind, PriceOffer, billed_gpus
 from planner.catalog.terms import TermBilling, rebilled
 from planner.estimate_parts import GoodputEstimate, MemoryEstimate, ThroughputEstimate, TimeEstimate
-from planner.fix_codes import FIX_JOIN, FIX_TEMPLATES, FixCode
+from planner.fix_codes import FIX_JOIN, FIX_REPLICAS, FIX_TEMPLATES, FixCode, with_replicas
 from planner.fmt import one_line, printable
 from planner.frozen import FROZEN
 from planner.layout import (
@@ -121,7 +121,8 @@ class FixHint(BaseModel):
     figures: dict[str, int | float | str] = Field(default_factory=dict)
 
     def text(self) -> str:
-        return FIX_TEMPLATES[self.code].format(**self.figures)
+        words = FIX_TEMPLATES[self.code].format(**self.figures)
+        return with_replicas(words, self.figures, lambda: FIX_REPLICAS.format(**self.figures))
 
     @staticmethod
     def joined(hints: Sequence[FixHint]) -> str:

@@ -9,6 +9,7 @@ typed fields' names (``InfeasiblePlan.required``/``available``, ``Note.values``)
 from __future__ import annotations
 
 from planner.api.batch_notices import BATCH_BEYOND_PUBLISHED_WORDS
+from planner.fix_codes import FIX_REPLICAS
 
 MESSAGE_LABELS: dict[str, tuple[str, str]] = {
     "infeasible": (
@@ -903,6 +904,11 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
         "keep Megatron's gradient buffers in bf16 and the master weights as 16-bit remainders"
         " (“bf16 gradients” and “Precision-aware optimizer”)",
         "把 Megatron 的梯度缓冲区改为 bf16，主权重只保存 16 位余数（bf16 梯度、精度感知优化器）",
+    ),
+    # planner/fix_codes.py with_replicas: after a tp, cp or pp fix that folds the replicas into the FSDP group
+    "fix_replicas": (
+        FIX_REPLICAS,
+        "，并把副本数设为 dp_replicate={dp_replicate}（当前 {dp_replicate_now}）：所有数据并行 rank 归入同一个 FSDP 组",
     ),
     "fix_join": ("; or ", "；或者"),
     "ex_over_memory_try": (

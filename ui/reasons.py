@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from planner.errors import RuleCode, rule_violation
-from planner.fix_codes import FixCode
+from planner.fix_codes import FixCode, with_replicas
 from planner.fmt import one_line
 from planner.plan import FixHint
 from ui.i18n import Labels
@@ -215,6 +215,8 @@ ALL_REASONS = (MODEL_REASONS, LAYOUT_REASONS, CALIBRATION_REASONS, CONFIG_REASON
 
 # The next steps of an estimate that does not fit (``Estimate.fix_hints``), by code.
 FIX_LABELS: Mapping[FixCode, str] = {code: f"fix_{code.value}" for code in FixCode}
+# The replicas a fix runs with, said after its words where they are not the layout's (``with_replicas``).
+FIX_REPLICAS_LABEL = "fix_replicas"
 
 
 def fix_text(tr: Labels, hints: Sequence[FixHint]) -> str:
@@ -227,7 +229,8 @@ def fix_text(tr: Labels, hints: Sequence[FixHint]) -> str:
 def _fix_words(tr: Labels, hint: FixHint) -> str:
     if tr.lang == "en" and "--" not in hint.text():
         return hint.text()
-    return tr(FIX_LABELS[hint.code], **hint.figures)
+    words = tr(FIX_LABELS[hint.code], **hint.figures)
+    return with_replicas(words, hint.figures, lambda: tr(FIX_REPLICAS_LABEL, **hint.figures))
 
 
 def config_reason_text(tr: Labels, refused: Refusal) -> str:

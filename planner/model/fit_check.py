@@ -15,7 +15,7 @@ from planner.model.candidates import SHARD_FSDP, Candidates, code
 from planner.model.configuration import checked_configuration, refused_by
 from planner.model.host import row_fits
 from planner.model.memory import memory, offload_keeps_grads
-from planner.model.memory_fixes import memory_fix_hint
+from planner.model.memory_fixes import World, kept_replicas, memory_fix_hint
 from planner.model.optimizer_precision import OptimizerPrecision, refused_rows
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
@@ -31,11 +31,18 @@ OPTIMIZER_FIXES = (
 )
 
 
-def wider_world(num_gpus: int, layout: Layout, degree: str, value: int) -> int:
-    """The GPUs a layout needs with ``degree`` widened to ``value``: these, where the other degrees
-    times the new one divide them, else the same data parallelism on as many more."""
-    now = getattr(layout, degree)
-    return num_gpus if num_gpus % (layout.non_dp // now * value) == 0 else num_gpus // now * value
+def wider_worlds(num_gpus: int, layout: Layout, degree: str, value: int) -> tuple[World, ...]:
+    """Where a layout with ``degree`` widened to ``value`` may run, in the order tried: these GPUs
+    (where the degrees divide them), else as many more as keep the data-parallel degree (trial s52:
+    on the same GPUs the FSDP group shrinks as tp grows, so tp 2, 4 and 8 were each named and none
+    fitted, where tp 2 on twice the GPUs did); on each, the layout's replicas kept
+    (``kept_replicas``), then every replica folded into the FSDP group (s54: only the fold was
+    tried, and unsaid, for 16 replicas with which tp 8 did not divide the 64 GPUs). The GPUs come
+    first: with replicas kept on more GPUs first, llama3-70b at dp_shard 32 x 2 replicas was sent
+    from 64 GPUs to 512 for a tp 8 that fits on the 64 with the 2 folded."""
+    more = num_gpus // getattr(layout, degree) * value
+    kept = kept_replicas(layout)
+    return tuple(dict.fromkeys(World(gpus, r) for gpus in (num_gpus, more) for r in (kept, 1)))
 
 
 def offload_frees_gib(terms: MemoryTerms, layout: Layout, s: ModelingSettings) -> float:
@@ -68,16 +75,15 @@ class FitCheck:
 
     def fitting_world(
         self, degree: str, value: int, settings: ModelingSettings, config: TrainingConfig | None = None
-    ) -> int | None:
-        """The GPUs on which the degree widened to ``value`` runs and fits: these (where the degrees
-        divide them), else as many more as keep the data-parallel degree (trial s52: on the same
-        GPUs the FSDP group shrinks as tp grows, so tp 2, 4 and 8 were each named and none fitted,
-        where tp 2 on twice the GPUs did); None where on neither."""
-        now = getattr(self.resolved, degree)
-        wider = self.resolved.model_copy(update={degree: value, "dp_shard": -1, "dp_replicate": 1})
-        worlds = dict.fromkeys((wider_world(self.num_gpus, self.resolved, degree, value), self.num_gpus // now * value))
-        training = config or self.training
-        return next((w for w in worlds if self._runs(wider, w, training, settings)), None)
+    ) -> World | None:
+        """The GPUs and replicas with which the degree widened to ``value`` runs and fits (the first
+        of ``wider_worlds``); None where with none."""
+        wider = self.resolved.model_copy(update={degree: value, "dp_shard": -1})
+        for world in wider_worlds(self.num_gpus, self.resolved, degree, value):
+            grown = wider.model_copy(update={"dp_replicate": world.dp_replicate})
+            if self._runs(grown, world.gpus, config or self.training, settings):
+                return world
+        return None
 
     def fits_with_group(self, dp_shard: int, dp_replicate: int, gpus: int, settings: ModelingSettings) -> bool:
         """An FSDP group of ``dp_shard`` (``dp_replicate`` replicas) on ``gpus`` that runs and fits."""
@@ -132,10 +138,10 @@ class FitCheck:
             return False
         return self._runs(self.resolved, self.num_gpus, self.training.model_copy(update={"compile": True}), settings)
 
-    def pp_world(self, pp: int, settings: ModelingSettings) -> tuple[int, int] | None:
+    def pp_world(self, pp: int, settings: ModelingSettings) -> tuple[int, World] | None:
         """The fewest of ``pp``, twice and four times as many stages (at most one layer each) that
         run and fit, with at least as many micro-batches (the schedules' own rule, not the
-        stack's), and the GPUs they fit on (``fitting_world``); None where none does."""
+        stack's), and the GPUs and replicas they fit with (``fitting_world``); None where none does."""
         for stages in (pp, 2 * pp, 4 * pp):
             if stages > self.model.num_layers:
                 return None

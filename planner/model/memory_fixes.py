@@ -5,18 +5,36 @@ stack would run it (the callables and flags ``planner/model/fit_check.py``'s ``F
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import NamedTuple
 
 from planner.estimate_parts import MemoryTerms
-from planner.fix_codes import FixCode
+from planner.fix_codes import REPLICAS_FIGURE, FixCode
 from planner.layout import (
     Implementation,
     Layout,
     PipelineSchedule,
+    Sharding,
     TrainingConfig,
     cp_pays,
 )
 from planner.model.spec import ModelSpec
 from planner.plan import FixHint
+
+
+class World(NamedTuple):
+    """Where a wider tp, cp or pp runs and fits (``FitCheck.fitting_world``): its GPUs and the
+    data-parallel replicas it keeps (``dp_replicate``; ``kept_replicas`` of the layout, or 1 where
+    they are folded into one FSDP group)."""
+
+    gpus: int
+    dp_replicate: int
+
+
+def kept_replicas(layout: Layout) -> int:
+    """The ``dp_replicate`` a fix keeps unless it says otherwise: HSDP's (and ZeRO's) replicas as
+    given; under DDP every data-parallel rank is a replica, the rest of the GPUs (``Layout.resolve``),
+    so 1, as the CLI's default."""
+    return 1 if layout.sharding == Sharding.NONE else layout.dp_replicate
 
 
 def memory_fix_hint(
@@ -28,13 +46,13 @@ def memory_fix_hint(
     model: ModelSpec,
     *,
     gpus_per_node: int,
-    tp_world: Callable[[int], int | None],
-    pp_world: Callable[[int], tuple[int, int] | None] = lambda pp: None,
-    cp_world: Callable[[int], int | None] = lambda cp: None,
+    tp_world: Callable[[int], World | None],
+    pp_world: Callable[[int], tuple[int, World] | None] = lambda pp: None,
+    cp_world: Callable[[int], World | None] = lambda cp: None,
     fsdp_runs: bool = True,
     offload_frees_gib: float = 0.0,
     full_ac_need: Callable[[], float | None] = lambda: None,
-    full_ac_cp_world: Callable[[int], int | None] = lambda cp: None,
+    full_ac_cp_world: Callable[[int], World | None] = lambda cp: None,
     group_fits: Callable[[int, int, int], bool] = lambda dp_shard, dp_replicate, gpus: True,
     optimizer_fix: FixCode | None = None,
     compile_fits: bool = False,
@@ -127,20 +145,20 @@ def _activation_hints(
     terms: MemoryTerms,
     layout: Layout,
     training: TrainingConfig,
-    cp_world: Callable[[int], int | None],
+    cp_world: Callable[[int], World | None],
     full_ac_need: Callable[[], float | None],
-    full_ac_cp_world: Callable[[int], int | None],
+    full_ac_cp_world: Callable[[int], World | None],
 ) -> tuple[list[FixHint], list[FixHint]]:
     """The fixes that shrink the activations: full recomputation (with a wider cp where it needs
     one), a smaller micro-batch, a wider cp; and checkpointing that does not close the gap alone,
     said last. ``full_ac_need``: the GiB the same layout needs with full recomputation (None: not
     known), so checkpointing that does not close the gap alone is said after the fixes that do
     (trial s38: at a million tokens it led, and left 417 GiB to find); ``full_ac_cp_world(cp)``:
-    the GPUs on which full recomputation with that context-parallel degree runs and fits by the
+    the ``World`` on which full recomputation with that context-parallel degree runs and fits by the
     memory model, as ``cp_world`` (review52: only these GPUs were tried, so mixtral at 64K on 8
     GPUs was told no one change fits where both with cp 2 fit on 16); None where on none
     (buyer trial s45: at a million tokens neither fixed it alone, and together, cp 16, they did, but
-    the answer named neither cp nor the pair); ``cp_world``: the GPUs on which a wider
+    the answer named neither cp nor the pair); ``cp_world``: the ``World`` on which a wider
     context-parallel degree runs and fits, as ``tp_world`` (``_split_hint``; trial s34: at a million
     tokens the fixes went from checkpointing to tp to pp, which the schedule then refused, never to
     cp; review s34: the 1/cp split alone named a cp that did not fit)."""
@@ -174,20 +192,20 @@ def _split_hint(
     training: TrainingConfig,
     model: ModelSpec,
     gpus_per_node: int,
-    tp_world: Callable[[int], int | None],
-    pp_world: Callable[[int], tuple[int, int] | None],
+    tp_world: Callable[[int], World | None],
+    pp_world: Callable[[int], tuple[int, World] | None],
 ) -> list[FixHint]:
     """The smallest wider tp that removes the excess alone (tensor parallelism splits nearly every
-    term), else more pipeline stages; none where neither runs. ``tp_world``: the GPUs on which a tp
-    degree runs by the estimate's own rules and fits by the memory model, None where on none (a fix
-    it would then refuse is none: trial s24, tp=4 offered for Nemotron on HF's modules; trial s52:
-    tp=2, 4, 8 each named on the same GPUs, where the data-parallel group shrinks as tp grows and
-    none fitted); ``pp_world``: the fewest stages from twice ``pp`` on that run and fit, with their
-    GPUs (trial s31: pp > 1 offered under hf-trainer, which has no pipeline engine; trial s52: named
-    where it needed more GPUs, unsaid)."""
+    term), else more pipeline stages; none where neither runs. ``tp_world``: the ``World`` (GPUs and
+    replicas) on which a tp degree runs by the estimate's own rules and fits by the memory model,
+    None where on none (a fix it would then refuse is none: trial s24, tp=4 offered for Nemotron on
+    HF's modules; trial s52: tp=2, 4, 8 each named on the same GPUs, where the data-parallel group
+    shrinks as tp grows and none fitted); ``pp_world``: the fewest stages from twice ``pp`` on that
+    run and fit, with their ``World`` (trial s31: pp > 1 offered under hf-trainer, which has no
+    pipeline engine; trial s52: named where it needed more GPUs, unsaid)."""
     native_moe = model.is_moe and training.impl == Implementation.NATIVE  # its blocks take no tp (structure.py)
 
-    def tp_fits(t: int) -> int | None:
+    def tp_fits(t: int) -> World | None:
         return tp_world(t) if not native_moe and t <= gpus_per_node and model.num_heads % t == 0 else None
 
     tp = _smallest_degree(layout.tp, need_gib - terms.misc, excess, tp_fits)
@@ -198,9 +216,10 @@ def _split_hint(
     # tokens pp 8 was offered first and still needed 430 GiB); so only where those could close the gap
     split = _in_need(terms.states + terms.unsharded_params, need_gib, terms)
     if layout.pp < model.num_layers and split > excess and (pp := pp_world(2 * layout.pp)) is not None:
-        stages, gpus = pp
-        more = {"stages": stages, "gpus": gpus} if gpus != layout.world_size else {}
-        return [FixHint(code=FixCode.PP_MORE_GPUS if more else FixCode.PP, figures={"pp": layout.pp} | more)]
+        stages, world = pp
+        more = {"stages": stages, "gpus": world.gpus} if world.gpus != layout.world_size else {}
+        figures = {"pp": layout.pp} | more | _replica_figures(layout, world)
+        return [FixHint(code=FixCode.PP_MORE_GPUS if more else FixCode.PP, figures=figures)]
     return []
 
 
@@ -217,13 +236,14 @@ def _recompute_hints(
     return [], [FixHint(code=FixCode.FULL_AC_PARTIAL, figures={"need": after})]
 
 
-def _full_ac_cp_hint(layout: Layout, world: Callable[[int], int | None]) -> FixHint | None:
+def _full_ac_cp_hint(layout: Layout, world: Callable[[int], World | None]) -> FixHint | None:
     """Full recomputation together with the smallest power-of-two multiple of the context-parallel
-    degree (up to MAX_CP_FIX) with which it runs and fits on some ``world``, with those GPUs: where checkpointing alone leaves the sequence's
-    activations over the room, splitting the sequence is what shrinks them (buyer trial s45:
-    more pipeline stages at a million tokens still needed 430 GiB, cp 8 with it 78 GiB of 75)."""
+    degree (up to MAX_CP_FIX) with which it runs and fits on some ``world``, with that ``World``:
+    where checkpointing alone leaves the sequence's activations over the room, splitting the
+    sequence is what shrinks them (buyer trial s45: more pipeline stages at a million tokens still
+    needed 430 GiB, cp 8 with it 78 GiB of 75)."""
     wider = (layout.cp * 2**j for j in range(1, 8))
-    found = next(((d, gpus) for d in wider if d <= MAX_CP_FIX and (gpus := world(d)) is not None), None)
+    found = next(((d, w) for d in wider if d <= MAX_CP_FIX and (w := world(d)) is not None), None)
     if found is None:
         return None
     return _degree_hint(layout, "cp", *found, FixCode.FULL_AC_CP, FixCode.FULL_AC_CP_MORE_GPUS)
@@ -273,21 +293,32 @@ MAX_CP_FIX = 64
 
 
 def _smallest_degree(
-    now: int, splittable: float, excess: float, world: Callable[[int], int | None]
-) -> tuple[int, int] | None:
+    now: int, splittable: float, excess: float, world: Callable[[int], World | None]
+) -> tuple[int, World] | None:
     """The smallest power-of-two multiple of a degree (``now``) whose 1/degree split of
     ``splittable`` GiB could remove ``excess`` (a bound: it prunes) and whose layout runs and fits
-    on some ``world``, with those GPUs."""
+    on some ``world``, with that world."""
     for d in (now * 2**j for j in range(1, 8)):
-        gpus = world(d) if splittable * (1 - now / d) >= excess else None
-        if gpus is not None:
-            return d, gpus
+        found = world(d) if splittable * (1 - now / d) >= excess else None
+        if found is not None:
+            return d, found
     return None
 
 
-def _degree_hint(layout: Layout, degree: str, value: int, gpus: int, here: FixCode, more_gpus: FixCode) -> FixHint:
-    """``use tp=8 (now 1)``, or ``... on 128 GPUs`` where it needs more."""
-    figures = {degree: value, "now": getattr(layout, degree)}
-    if gpus == layout.world_size:
+def _degree_hint(layout: Layout, degree: str, value: int, world: World, here: FixCode, more_gpus: FixCode) -> FixHint:
+    """``use tp=8 (now 1)``, or ``... on 128 GPUs`` where it needs more, with the replicas where it
+    folds them (``_replica_figures``)."""
+    figures = {degree: value, "now": getattr(layout, degree)} | _replica_figures(layout, world)
+    if world.gpus == layout.world_size:
         return FixHint(code=here, figures=figures)
-    return FixHint(code=more_gpus, figures=figures | {"gpus": gpus})
+    return FixHint(code=more_gpus, figures=figures | {"gpus": world.gpus})
+
+
+def _replica_figures(layout: Layout, world: World) -> dict[str, int | float | str]:
+    """The replicas a fix runs with, where they are not the layout's (``kept_replicas``): the words
+    then say so (planner/fix_codes.py ``with_replicas``; s54: "use tp=8 (now 1)" was named for
+    llama3-70b at dp_shard 4 x 16 replicas on 64 GPUs, where tp 8 does not divide 64 with the 16
+    kept, and fitted only with every replica folded into the FSDP group)."""
+    if world.dp_replicate == kept_replicas(layout):
+        return {}
+    return {REPLICAS_FIGURE: world.dp_replicate, "dp_replicate_now": layout.dp_replicate}

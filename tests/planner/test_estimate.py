@@ -277,7 +277,7 @@ def test_a_million_token_memory_fix_pairs_full_checkpointing_with_context_parall
     assert (e.fix or "").startswith(f"enable full activation checkpointing and split each sequence over cp={cp} ranks")
     full = dict(model=model, seq_len=1 << 20, activation_checkpointing=AC.FULL)
     assert est(Layout(cp=cp, sharding=Sharding.FSDP), num_gpus=gpus, **full).feasible
-    # half of it, on these 8 GPUs (the one widening that keeps them: fit_check.wider_world), does not fit
+    # half of it, on these 8 GPUs (the one widening that keeps them: fit_check.wider_worlds), does not fit
     assert not est(Layout(cp=cp // 2, sharding=Sharding.FSDP), num_gpus=8, **full).feasible
 
 

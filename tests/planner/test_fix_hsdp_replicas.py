@@ -1,0 +1,97 @@
+"""A tp, cp or pp fix on an HSDP layout says so where it runs only with the replicas folded into the
+FSDP group, and keeps them (in deed and in words) where they fit as they are (s54: "use tp=8 (now 1)"
+was named for llama3-70b at dp_shard 4 x 16 replicas on 64 GPUs, where with the 16 kept tp 8 does
+not even divide the GPUs; the fix had been judged with every replica in one FSDP group, unsaid)."""
+
+from __future__ import annotations
+
+import pytest
+
+from planner.catalog.hardware import load_catalog
+from planner.catalog.models import get_preset
+from planner.fix_codes import FixCode
+from planner.layout import Layout, Sharding, TrainingConfig
+from planner.model.estimate import estimate
+from planner.plan import FixHint
+
+CATALOG = load_catalog()
+FOLDED = " with dp_replicate=1 (now {now}): every data-parallel rank in one FSDP group"
+# The degree each widening fix names, and whether it recomputes every layer with it.
+NAMED = {
+    FixCode.TP: ("tp", False),
+    FixCode.TP_MORE_GPUS: ("tp", False),
+    FixCode.CP: ("cp", False),
+    FixCode.CP_MORE_GPUS: ("cp", False),
+    FixCode.FULL_AC_CP: ("cp", True),
+    FixCode.FULL_AC_CP_MORE_GPUS: ("cp", True),
+    FixCode.PP_MORE_GPUS: ("pp", False),
+}
+
+
+def _est(model: str, num_gpus: int, layout: Layout, seq_len: int, **training):
+    config = TrainingConfig(seq_len=seq_len, micro_batch=1, **training)
+    return estimate(get_preset(model), "h100-sxm", layout, config, num_gpus=num_gpus, catalog=CATALOG)
+
+
+def _as_named(model: str, num_gpus: int, layout: Layout, seq_len: int, hint: FixHint):
+    """The estimate of ``layout`` changed as ``hint`` says: its degree, its GPUs, its replicas (the
+    layout's unless it names others), the rest of the GPUs in the FSDP group (dp_shard -1)."""
+    degree, full_ac = NAMED[hint.code]
+    value = int(hint.figures["stages" if degree == "pp" else degree])
+    replicas = int(hint.figures.get("dp_replicate", layout.dp_replicate))
+    named = layout.model_copy(update={degree: value, "dp_replicate": replicas, "dp_shard": -1})
+    training = {"activation_checkpointing": "full"} if full_ac else {}
+    training |= {"grad_accum": value} if degree == "pp" else {}
+    return _est(model, int(hint.figures.get("gpus", num_gpus)), named, seq_len, **training)
+
+
+def test_the_repros_fixes_name_the_fold_they_need_and_fit_as_said():
+    layout = Layout(dp_shard=4, dp_replicate=16, sharding=Sharding.FSDP)
+    e = _est("llama3-70b", 64, layout, 8192, grad_accum=8)
+    assert not e.feasible
+    assert e.fix == (
+        "enable full activation checkpointing and split each sequence over cp=2 ranks (context parallelism, now 1)"
+        + FOLDED.format(now=16)
+        + "; or use tp=8 (now 1)"
+        + FOLDED.format(now=16)
+    )
+    for hint in e.fix_hints:
+        assert hint.figures["dp_replicate"] == 1 and hint.figures["dp_replicate_now"] == 16
+        assert _as_named("llama3-70b", 64, layout, 8192, hint).feasible, hint
+    # as they were said, with the 16 replicas kept: tp 8 does not divide the GPUs, cp 2 does not fit
+    with pytest.raises(ValueError, match="not divisible"):
+        _est("llama3-70b", 64, Layout(tp=8, dp_replicate=16, sharding=Sharding.FSDP), 8192)
+    cp = Layout(cp=2, dp_replicate=16, sharding=Sharding.FSDP)
+    assert not _est("llama3-70b", 64, cp, 8192, activation_checkpointing="full").feasible
+
+
+def test_a_pipeline_fix_that_folds_the_replicas_says_so():
+    layout = Layout(tp=8, dp_replicate=4, sharding=Sharding.FSDP)
+    e = _est("llama3-70b", 32, layout, 4096)
+    (pp,) = [h for h in e.fix_hints if h.code == FixCode.PP_MORE_GPUS]
+    assert pp.text() == "split the layers over pp=2 pipeline stages (now 1) on 64 GPUs" + FOLDED.format(now=4)
+    assert _as_named("llama3-70b", 32, layout, 4096, pp).feasible
+
+
+@pytest.mark.parametrize(
+    "model, num_gpus, shard, replicas, seq_len, code",
+    [
+        ("llama3-8b", 16, 8, 2, 32768, FixCode.CP),  # cp 4 on these GPUs, dp_shard 2 x the 2 replicas
+        ("llama3-70b", 16, 8, 2, 4096, FixCode.TP_MORE_GPUS),  # tp 4 on 64 GPUs, dp_shard 8 x the 2
+        ("mixtral-8x7b", 16, 8, 2, 16384, FixCode.CP_MORE_GPUS),  # cp 4 on 64 GPUs
+    ],
+)
+def test_replicas_that_can_stay_are_kept_and_nothing_new_is_said(model, num_gpus, shard, replicas, seq_len, code):
+    layout = Layout(dp_shard=shard, dp_replicate=replicas, sharding=Sharding.FSDP)
+    e = _est(model, num_gpus, layout, seq_len)
+    (hint,) = [h for h in e.fix_hints if h.code == code]
+    assert "dp_replicate" not in hint.figures and "dp_replicate" not in hint.text()
+    assert hint.text() in (e.fix or "").split("; or ")
+    assert _as_named(model, num_gpus, layout, seq_len, hint).feasible
+
+
+def test_the_replicas_words_follow_the_fix_and_only_where_named():
+    tp = FixHint(code=FixCode.TP, figures={"tp": 8, "now": 1})
+    assert tp.text() == "use tp=8 (now 1)"
+    folded = FixHint(code=FixCode.TP, figures={"tp": 8, "now": 1, "dp_replicate": 1, "dp_replicate_now": 16})
+    assert folded.text() == "use tp=8 (now 1) with dp_replicate=1 (now 16): every data-parallel rank in one FSDP group"

@@ -1,0 +1,55 @@
+"""s54: a memory fix that runs only with an HSDP layout's replicas folded into the FSDP group says
+so, on the CLI (and the fix as said is one it accepts and that fits) and in the app's languages."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from support.app import EN, ZH, english_sentences
+
+from planner.catalog.hardware import load_catalog
+from planner.catalog.models import get_preset
+from planner.fix_codes import FixCode
+from planner.layout import Layout, Sharding, TrainingConfig
+from planner.model.estimate import estimate
+from planner.plan import FixHint
+from ui.cli import main
+from ui.reasons import fix_text
+
+BASE = ["estimate", "--model", "llama3-70b", "--gpu", "h100-sxm", "--num-gpus", "64", "--sharding", "fsdp"]
+BATCH = ["--seq-len", "8192", "--global-batch-tokens", "4194304", "--micro-batch", "1", "--json"]
+FOLDED = "with dp_replicate=(\\d+) \\(now 16\\): every data-parallel rank in one FSDP group"
+
+
+def _estimate(capsys, flags: list[str]) -> dict:
+    assert main([*BASE, *flags, *BATCH]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_the_cli_names_the_replicas_of_its_fix_and_accepts_the_fix_as_said(capsys):
+    """The s54 repro: "use tp=8 (now 1)" was named for 16 replicas of 4, where tp 8 divides the 64
+    GPUs only with the replicas folded; named so, the flags it names run and fit."""
+    data = _estimate(capsys, ["--dp-shard", "4", "--dp-replicate", "16"])
+    assert not data["feasible"]
+    tp = re.search(rf"use tp=(\d+) \(now 1\) {FOLDED}", data["fix"])
+    cp = re.search(
+        rf"enable full activation checkpointing and split each sequence over cp=(\d+) .*?\) {FOLDED}", data["fix"]
+    )
+    assert tp and cp, data["fix"]
+    assert _estimate(capsys, ["--tp", tp[1], "--dp-replicate", tp[2]])["feasible"]
+    assert _estimate(capsys, ["--ac", "full", "--cp", cp[1], "--dp-replicate", cp[2]])["feasible"]
+
+
+def test_the_replicas_words_in_chinese():
+    layout = Layout(dp_shard=4, dp_replicate=16, sharding=Sharding.FSDP)
+    training = TrainingConfig(seq_len=8192, micro_batch=1, grad_accum=8)
+    e = estimate(get_preset("llama3-70b"), "h100-sxm", layout, training, num_gpus=64, catalog=load_catalog())
+    folded = "，并把副本数设为 dp_replicate=1（当前 16）：所有数据并行 rank 归入同一个 FSDP 组"
+    assert fix_text(ZH, e.fix_hints) == (
+        f"开启完整的激活重计算，并把每条序列切分到 cp=2 个 rank 上（上下文并行，当前 1）{folded}；或者使用 tp=8（当前 1）{folded}"
+    )
+    assert not english_sentences(fix_text(ZH, e.fix_hints))
+    assert fix_text(EN, e.fix_hints) == e.fix
+    # no replicas named, no words of them (the labels of layouts without HSDP as they were)
+    assert fix_text(ZH, [FixHint(code=FixCode.TP, figures={"tp": 8, "now": 1})]) == "使用 tp=8（当前 1）"
