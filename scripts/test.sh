@@ -10,4 +10,5 @@ export OMP_NUM_THREADS=1
 # it renames item._nodeid, which pytest 9 no longer reads.) --no-loadscope-reorder (xdist >= 3.8): modules go
 # out in collection order, which tests/conftest.py sorts longest first; xdist's own order (most tests
 # first) started the long few-test modules last, and one worker then idled while the other finished them.
-exec .venv/bin/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder "$@"
+# --durations: the CI log names the slowest tests, so the 10-minute budget is trimmed from numbers.
+exec .venv/bin/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=30 "$@"
