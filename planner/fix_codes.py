@@ -84,7 +84,10 @@ FIX_JOIN = "; or "
 REPLICAS_FIGURE = "dp_replicate"
 # Said after such a fix's own words (``with_replicas``): the one fold FitCheck.fitting_world tries,
 # every replica into the FSDP group.
-FIX_REPLICAS = " with dp_replicate={dp_replicate} (now {dp_replicate_now}): every data-parallel rank in one FSDP group"
+FIX_REPLICAS = (
+    " with dp_replicate={dp_replicate} (now {dp_replicate_now}) and dp_shard={group_dp_shard} (now {dp_shard_now}):"
+    " every data-parallel rank in one FSDP group"
+)
 
 
 def with_replicas(words: str, figures: Mapping[str, object], replicas: Callable[[], str]) -> str:

@@ -218,7 +218,7 @@ def _split_hint(
     if layout.pp < model.num_layers and split > excess and (pp := pp_world(2 * layout.pp)) is not None:
         stages, world = pp
         more = {"stages": stages, "gpus": world.gpus} if world.gpus != layout.world_size else {}
-        figures = {"pp": layout.pp} | more | _replica_figures(layout, world)
+        figures = {"pp": layout.pp} | more | _replica_figures(layout, world, layout.non_dp // layout.pp * stages)
         return [FixHint(code=FixCode.PP_MORE_GPUS if more else FixCode.PP, figures=figures)]
     return []
 
@@ -308,17 +308,26 @@ def _smallest_degree(
 def _degree_hint(layout: Layout, degree: str, value: int, world: World, here: FixCode, more_gpus: FixCode) -> FixHint:
     """``use tp=8 (now 1)``, or ``... on 128 GPUs`` where it needs more, with the replicas where it
     folds them (``_replica_figures``)."""
-    figures = {degree: value, "now": getattr(layout, degree)} | _replica_figures(layout, world)
+    non_dp = layout.non_dp // getattr(layout, degree) * value
+    figures = {degree: value, "now": getattr(layout, degree)} | _replica_figures(layout, world, non_dp)
     if world.gpus == layout.world_size:
         return FixHint(code=here, figures=figures)
     return FixHint(code=more_gpus, figures=figures | {"gpus": world.gpus})
 
 
-def _replica_figures(layout: Layout, world: World) -> dict[str, int | float | str]:
-    """The replicas a fix runs with, where they are not the layout's (``kept_replicas``): the words
-    then say so (planner/fix_codes.py ``with_replicas``; s54: "use tp=8 (now 1)" was named for
+def _replica_figures(layout: Layout, world: World, non_dp: int) -> dict[str, int | float | str]:
+    """The replicas a fix runs with, where they are not the layout's (``kept_replicas``), and the FSDP
+    group that then holds the rest of the GPUs (``non_dp``: the fix's tp x pp x cp): the words then
+    say so (planner/fix_codes.py ``with_replicas``; s54: "use tp=8 (now 1)" was named for
     llama3-70b at dp_shard 4 x 16 replicas on 64 GPUs, where tp 8 does not divide 64 with the 16
-    kept, and fitted only with every replica folded into the FSDP group)."""
+    kept, and fitted only with every replica folded into the FSDP group; the user's --dp-shard 4,
+    kept, was then refused)."""
     if world.dp_replicate == kept_replicas(layout):
         return {}
-    return {REPLICAS_FIGURE: world.dp_replicate, "dp_replicate_now": layout.dp_replicate}
+    group = world.gpus // (non_dp * world.dp_replicate)
+    return {
+        REPLICAS_FIGURE: world.dp_replicate,
+        "dp_replicate_now": layout.dp_replicate,
+        "group_dp_shard": group,
+        "dp_shard_now": layout.dp_shard,
+    }

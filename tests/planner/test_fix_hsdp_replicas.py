@@ -15,7 +15,7 @@ from planner.model.estimate import estimate
 from planner.plan import FixHint
 
 CATALOG = load_catalog()
-FOLDED = " with dp_replicate=1 (now {now}): every data-parallel rank in one FSDP group"
+FOLDED = " with dp_replicate=1 (now {now}) and dp_shard={shard} (now {shard_now}): every data-parallel rank in one FSDP group"
 # The degree each widening fix names, and whether it recomputes every layer with it.
 NAMED = {
     FixCode.TP: ("tp", False),
@@ -39,7 +39,9 @@ def _as_named(model: str, num_gpus: int, layout: Layout, seq_len: int, hint: Fix
     degree, full_ac = NAMED[hint.code]
     value = int(hint.figures["stages" if degree == "pp" else degree])
     replicas = int(hint.figures.get("dp_replicate", layout.dp_replicate))
-    named = layout.model_copy(update={degree: value, "dp_replicate": replicas, "dp_shard": -1})
+    # the FSDP group as named (the user's --dp-shard, kept, would be refused), else the rest of the GPUs
+    shard = int(hint.figures.get("group_dp_shard", -1))
+    named = layout.model_copy(update={degree: value, "dp_replicate": replicas, "dp_shard": shard})
     training = {"activation_checkpointing": "full"} if full_ac else {}
     training |= {"grad_accum": value} if degree == "pp" else {}
     return _est(model, int(hint.figures.get("gpus", num_gpus)), named, seq_len, **training)
@@ -51,9 +53,9 @@ def test_the_repros_fixes_name_the_fold_they_need_and_fit_as_said():
     assert not e.feasible
     assert e.fix == (
         "enable full activation checkpointing and split each sequence over cp=2 ranks (context parallelism, now 1)"
-        + FOLDED.format(now=16)
+        + FOLDED.format(now=16, shard=32, shard_now=4)
         + "; or use tp=8 (now 1)"
-        + FOLDED.format(now=16)
+        + FOLDED.format(now=16, shard=8, shard_now=4)
     )
     for hint in e.fix_hints:
         assert hint.figures["dp_replicate"] == 1 and hint.figures["dp_replicate_now"] == 16
@@ -69,7 +71,9 @@ def test_a_pipeline_fix_that_folds_the_replicas_says_so():
     layout = Layout(tp=8, dp_replicate=4, sharding=Sharding.FSDP)
     e = _est("llama3-70b", 32, layout, 4096)
     (pp,) = [h for h in e.fix_hints if h.code == FixCode.PP_MORE_GPUS]
-    assert pp.text() == "split the layers over pp=2 pipeline stages (now 1) on 64 GPUs" + FOLDED.format(now=4)
+    assert pp.text() == "split the layers over pp=2 pipeline stages (now 1) on 64 GPUs" + FOLDED.format(
+        now=4, shard=4, shard_now=1
+    )
     assert _as_named("llama3-70b", 32, layout, 4096, pp).feasible
 
 
@@ -93,5 +97,8 @@ def test_replicas_that_can_stay_are_kept_and_nothing_new_is_said(model, num_gpus
 def test_the_replicas_words_follow_the_fix_and_only_where_named():
     tp = FixHint(code=FixCode.TP, figures={"tp": 8, "now": 1})
     assert tp.text() == "use tp=8 (now 1)"
-    folded = FixHint(code=FixCode.TP, figures={"tp": 8, "now": 1, "dp_replicate": 1, "dp_replicate_now": 16})
-    assert folded.text() == "use tp=8 (now 1) with dp_replicate=1 (now 16): every data-parallel rank in one FSDP group"
+    folded = FixHint(
+        code=FixCode.TP,
+        figures={"tp": 8, "now": 1, "dp_replicate": 1, "dp_replicate_now": 16, "group_dp_shard": 8, "dp_shard_now": 4},
+    )
+    assert folded.text() == "use tp=8 (now 1)" + FOLDED.format(now=16, shard=8, shard_now=4)

@@ -19,7 +19,9 @@ from ui.reasons import fix_text
 
 BASE = ["estimate", "--model", "llama3-70b", "--gpu", "h100-sxm", "--num-gpus", "64", "--sharding", "fsdp"]
 BATCH = ["--seq-len", "8192", "--global-batch-tokens", "4194304", "--micro-batch", "1", "--json"]
-FOLDED = "with dp_replicate=(\\d+) \\(now 16\\): every data-parallel rank in one FSDP group"
+FOLDED = (
+    "with dp_replicate=(\\d+) \\(now 16\\) and dp_shard=(\\d+) \\(now 4\\): every data-parallel rank in one FSDP group"
+)
 
 
 def _estimate(capsys, flags: list[str]) -> dict:
@@ -37,17 +39,22 @@ def test_the_cli_names_the_replicas_of_its_fix_and_accepts_the_fix_as_said(capsy
         rf"enable full activation checkpointing and split each sequence over cp=(\d+) .*?\) {FOLDED}", data["fix"]
     )
     assert tp and cp, data["fix"]
-    assert _estimate(capsys, ["--tp", tp[1], "--dp-replicate", tp[2]])["feasible"]
-    assert _estimate(capsys, ["--ac", "full", "--cp", cp[1], "--dp-replicate", cp[2]])["feasible"]
+    # every flag as named, the user's --dp-shard among them (kept at 4, it would be refused)
+    assert _estimate(capsys, ["--tp", tp[1], "--dp-replicate", tp[2], "--dp-shard", tp[3]])["feasible"]
+    assert _estimate(capsys, ["--ac", "full", "--cp", cp[1], "--dp-replicate", cp[2], "--dp-shard", cp[3]])["feasible"]
 
 
 def test_the_replicas_words_in_chinese():
     layout = Layout(dp_shard=4, dp_replicate=16, sharding=Sharding.FSDP)
     training = TrainingConfig(seq_len=8192, micro_batch=1, grad_accum=8)
     e = estimate(get_preset("llama3-70b"), "h100-sxm", layout, training, num_gpus=64, catalog=load_catalog())
-    folded = "，并把副本数设为 dp_replicate=1（当前 16）：所有数据并行 rank 归入同一个 FSDP 组"
+
+    def folded(shard: int) -> str:
+        return f"，并把副本数设为 dp_replicate=1（当前 16）、dp_shard={shard}（当前 4）：所有数据并行 rank 归入同一个 FSDP 组"
+
     assert fix_text(ZH, e.fix_hints) == (
-        f"开启完整的激活重计算，并把每条序列切分到 cp=2 个 rank 上（上下文并行，当前 1）{folded}；或者使用 tp=8（当前 1）{folded}"
+        f"开启完整的激活重计算，并把每条序列切分到 cp=2 个 rank 上（上下文并行，当前 1）{folded(32)}"
+        f"；或者使用 tp=8（当前 1）{folded(8)}"
     )
     assert not english_sentences(fix_text(ZH, e.fix_hints))
     assert fix_text(EN, e.fix_hints) == e.fix
