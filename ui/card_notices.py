@@ -7,6 +7,7 @@ plan that fits only by a memory factor measured on another shape, planner/api/ca
 from __future__ import annotations
 
 from planner.api import PlanRequest, plan_commitment
+from planner.api.accum_notices import defers_reduction, regathers_zero2
 from planner.api.batch_notices import batch_beyond_published, batch_beyond_published_values
 from planner.api.calibration_notices import ExtrapolatedMemory, extrapolated_memory
 from planner.api.fixed_cost import FixedCostJob, fixed_cost_job
@@ -106,11 +107,18 @@ def estimate_texts(tr: Labels, request: PlanRequest, plan: Plan, shown: tuple[Pl
             else ()
         ),
         *((tr("zero3_across_nodes", nodes=plan.num_nodes),) if zero3_across_nodes(plan) else ()),
+        *((deferred_reduction_text(tr, plan),) if defers_reduction(plan) else ()),
         *((app_words(tr, tr("megatron_lm_era", gpu=gpu.id)),) if megatron_lm_after_its_era(plan, gpu) else ()),
         *((batch_beyond_published_text(tr, plan),) if batch_beyond_published(plan) else ()),
         *price_assumption_texts(tr, plan),
         *plan_notice_texts(tr, plan),
     )
+
+
+def deferred_reduction_text(tr: Labels, plan: Plan) -> str:
+    """The CLI's ``defers_reduction_warnings`` in the page's language."""
+    zero2 = tr("deferred_reduction_zero2") if regathers_zero2(plan) else ""
+    return tr("deferred_reduction", stack=plan.stack.value, accum=plan.training.grad_accum, zero2=zero2)
 
 
 def price_assumption_texts(tr: Labels, plan: Plan) -> tuple[str, ...]:

@@ -12,6 +12,7 @@ import re
 import string
 from collections.abc import Iterable
 
+from planner.api.accum_notices import DEFERRED_REDUCTION_WORDS, ZERO2_REGATHER_WORDS
 from planner.api.notices import MEGATRON_LM_ERA_WORDS, ZERO3_ACROSS_NODES_WORDS
 from planner.catalog.prices import PRICE_KINDS, PriceBasis
 from planner.model.attention_kernels import AttentionKernel
@@ -367,6 +368,16 @@ _LABELS: dict[str, tuple[str, str]] = {
         "DeepSpeed ZeRO-3 跨 {nodes} 个节点：未找到当前 DeepSpeed 跨节点的公开运行；2021 年代码的 ZeRO-3 在"
         " 384-2,240 块 A100 上的运行（Narayanan 等，2021，表 2）比本模型的计时慢 22-114%（每个权重一次阻塞式收集），"
         "未计入误差带；误差带按无实测行的特征放宽（docs/validation.md，已知偏差）。",
+    ),
+    "deferred_reduction": (
+        DEFERRED_REDUCTION_WORDS + ".",
+        "--stack {stack} 按 HF Trainer 在 accelerate FSDP 上的做法每步运行 {accum} 个微批，除最后一个外都在 no_sync 下："
+        "每块 GPU 以计算精度持有整个模型的梯度，直到最后一个微批才归约（accelerate 的 sync_each_batch，或 DeepSpeed："
+        "--stack deepspeed，每个微批都归约）{zero2}。",
+    ),
+    "deferred_reduction_zero2": (
+        ZERO2_REGATHER_WORDS,
+        "；zero2 每个微批都重新收集参数，与 FSDP2（transformers 的默认）一致；FSDP1 的 SHARD_GRAD_OP 每步只收集一次",
     ),
     "megatron_lm_era": (
         MEGATRON_LM_ERA_WORDS + ".",

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from planner.accuracy import Risk
 from planner.accuracy.regime import zero3_shards_across_nodes
+from planner.api.accum_notices import defers_reduction_warnings
 from planner.api.batch_notices import batch_beyond_published_warnings, batch_off_warnings
 from planner.api.calibration_notices import extrapolated_memory_warnings
 from planner.api.fixed_cost import fixed_cost_warnings
@@ -76,6 +77,7 @@ def search_warnings(
         + serial_host_warnings(chosen)
         + host_staged_warnings(chosen, catalog.gpu(chosen.gpu))
         + zero3_across_nodes_warnings(chosen)
+        + defers_reduction_warnings(chosen)
         + megatron_lm_era_warnings(chosen, catalog.gpu(chosen.gpu))
         + batch_beyond_published_warnings(chosen)
     )
@@ -193,8 +195,8 @@ def estimate_warnings(p: Plan, price_kind: str | None, price: float | None = Non
         context, experts, own, encoder_warning(p.hf_config_path), dearer, None if term is None else term.words(),
         *long, *fixed_cost_warnings(p), *batch_off_warnings(p), *selective_words_warnings(p),
         *a2a_exposed_warnings(p), *serial_host_warnings(p), *host_staged_warnings(p, gpu),
-        *zero3_across_nodes_warnings(p), *megatron_lm_era_warnings(p, gpu), *batch_beyond_published_warnings(p),
-        *price_assumption_warnings(p), *extrapolated_memory_warnings(p),
+        *zero3_across_nodes_warnings(p), *defers_reduction_warnings(p), *megatron_lm_era_warnings(p, gpu),
+        *batch_beyond_published_warnings(p), *price_assumption_warnings(p), *extrapolated_memory_warnings(p),
     )  # fmt: skip
     return tuple(w for w in notes if w)
 

@@ -68,14 +68,6 @@ def zero_over_one_rank(sharding, dp, cp) -> np.ndarray:
     return (sharding != SHARD_NONE) & alone & (sharding != SHARD_FSDP)
 
 
-def reductions_per_step(c: Candidates) -> np.ndarray:
-    """How often a step reduces its gradients: every micro-batch under fsdp and zero2 (FSDP2's
-    reduce-scatter after each backward; DeepSpeed's ZeRO-2/3 hooks), once under zero1 / none (they
-    accumulate whole gradients) and with a pipeline, whose schedule reduces once whatever the
-    sharding (trainer/parallel.py ``set_micro_batch_sync`` and its module docstring)."""
-    return np.where((c.sharding >= SHARD_ZERO2) & (c.pp == 1), c.grad_accum, 1.0)
-
-
 # Candidate columns named other than their field (the formulas' short names).
 COLUMN_NAMES = {"activation_checkpointing": "ac"}
 # The knob columns the search rewrites row by row after generating them: the checkpointed blocks

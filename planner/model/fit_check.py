@@ -11,6 +11,7 @@ from planner.catalog.hardware import Catalog, GPUSpec
 from planner.estimate_parts import MemoryTerms
 from planner.fix_codes import FixCode
 from planner.layout import ActivationCheckpointing, Layout, Sharding, TrainingConfig
+from planner.model.accum_sync import defers_reduction
 from planner.model.candidates import SHARD_FSDP, Candidates, code
 from planner.model.configuration import checked_configuration, refused_by
 from planner.model.host import row_fits
@@ -151,6 +152,18 @@ class FitCheck:
                 return stages, world
         return None
 
+    def micro_batch_fits(self, settings: ModelingSettings) -> bool:
+        """Whether "lower the micro-batch" is a fix: where the stack holds whole gradients while it
+        accumulates (``defers_reduction``: HF Trainer's no_sync), a smaller micro-batch with the batch
+        kept by more accumulation adds them, so it is named only where micro-batch 1 then runs and
+        fits; elsewhere a smaller micro-batch only shrinks the need and is named as before."""
+        t = self.training
+        one = t.model_copy(update={"micro_batch": 1, "grad_accum": t.grad_accum * t.micro_batch})
+        c = self._candidates(self.resolved, self.num_gpus, one)
+        if c is None or not defers_reduction(c, settings)[0]:
+            return True
+        return self._runs(self.resolved, self.num_gpus, one, settings)
+
     def device_memory(
         self, need: float, usable: float, cap: float, terms: MemoryTerms, settings: ModelingSettings, host_holds: bool
     ) -> tuple[str, tuple[FixHint, ...]]:
@@ -176,6 +189,7 @@ class FitCheck:
             optimizer_fix=self.optimizer_fix(settings),
             compile_fits=self.compile_fits(settings),
             host_holds=host_holds,
+            micro_batch_fits=lambda: self.micro_batch_fits(settings),
         )
         if fixes[0] == FixHint(code=FixCode.BIGGER_GPU):  # the partial hints after it stay (review s39)
             fixes = (*(self._past_every_gpu(need, settings) or fixes[:1]), *fixes[1:])

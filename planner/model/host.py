@@ -16,7 +16,8 @@ from dataclasses import replace
 import numpy as np
 
 from planner.fix_codes import FixCode
-from planner.model.candidates import SHARD_FSDP, SHARD_ZERO1, SHARD_ZERO2, Candidates, reductions_per_step
+from planner.model.accum_sync import reductions_per_step
+from planner.model.candidates import SHARD_FSDP, SHARD_ZERO1, SHARD_ZERO2, Candidates
 from planner.model.memory import fits, offload_keeps_grads, state_bytes
 from planner.model.saved_bytes import grad_element_bytes
 from planner.model.settings import ModelingSettings
@@ -129,7 +130,7 @@ def offload_accum_s(model: ModelSpec, c: Candidates, s: ModelingSettings, backwa
         return np.zeros(len(c))
     full = c.sharding == SHARD_FSDP
     fsdp, zero2 = s.offload_accum_fsdp, s.offload_accum_zero2
-    micro_batches = reductions_per_step(c)
+    micro_batches = reductions_per_step(c, s)
     first = np.where(full, fsdp.from_first_microbatch, zero2.from_first_microbatch)
     copies = np.where(micro_batches > 1, micro_batches - 1.0 + first, 0.0) * c.offload.astype(bool)
     shard_params = busiest_stage(model, c).total / c.tp / np.maximum(c.shard_group, 1)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
+from planner.model.accum_sync import deferred_grad_bytes, defers_reduction
 from planner.model.block import block_table
 from planner.model.block_rows import Part
 from planner.model.candidates import (
@@ -387,13 +388,14 @@ def stage_terms(model: ModelSpec, c: Candidates, s: ModelingSettings, rank: Pipe
     lp_grads = np.where(c.sharding < SHARD_ZERO2, stage.held / c.tp * s.lp_grad_bytes, 0.0) * on_gpu
     grads_full = grads_full + lp_grads
     unsharded_grads = stage.held / c.tp * grad_element_bytes(c, s) * on_gpu + lp_grads
+    # Earlier micro-batches' gradients, or a buffer that is always there (``persistent_grad_buffer``);
+    # whole where the stack skips their reduction (HF Trainer's no_sync: accum_sync.py).
+    held = np.where(c.pp > 1, unsharded_grads, grads_full)
+    held = np.where(defers_reduction(c, s), deferred_grad_bytes(stage, c), held)
     return StageTerms(
         params=params,
         grads_full=grads_full,
-        # Earlier micro-batches' gradients, or a buffer that is always there (``persistent_grad_buffer``).
-        grads_during=np.where(
-            (c.grad_accum > 1) | s.persistent_grad_buffer, np.where(c.pp > 1, unsharded_grads, grads_full), 0.0
-        ),
+        grads_during=np.where((c.grad_accum > 1) | s.persistent_grad_buffer, held, 0.0),
         moments=moments,
         unsharded=unsharded,
         loss=loss,

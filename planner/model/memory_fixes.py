@@ -57,6 +57,7 @@ def memory_fix_hint(
     optimizer_fix: FixCode | None = None,
     compile_fits: bool = False,
     host_holds: bool = True,
+    micro_batch_fits: Callable[[], bool] = lambda: True,
 ) -> tuple[FixHint, ...]:
     """Next steps relative to the layout already in use. The FSDP and tp degrees named are the
     smallest that remove the excess alone (unsharded states over a quarter of the need: FSDP is
@@ -75,7 +76,16 @@ def memory_fix_hint(
         need_gib, excess, terms, layout, training, fsdp_runs, group_fits, optimizer_fix, compile_fits, offload_frees_gib
     )
     activation, partial = _activation_hints(
-        need_gib, usable_gib, excess, terms, layout, training, cp_world, full_ac_need, full_ac_cp_world
+        need_gib,
+        usable_gib,
+        excess,
+        terms,
+        layout,
+        training,
+        cp_world,
+        full_ac_need,
+        full_ac_cp_world,
+        micro_batch_fits,
     )
     hints += activation
     hints += _split_hint(need_gib, excess, terms, layout, training, model, gpus_per_node, tp_world, pp_world)
@@ -148,6 +158,7 @@ def _activation_hints(
     cp_world: Callable[[int], World | None],
     full_ac_need: Callable[[], float | None],
     full_ac_cp_world: Callable[[int], World | None],
+    micro_batch_fits: Callable[[], bool],
 ) -> tuple[list[FixHint], list[FixHint]]:
     """The fixes that shrink the activations: full recomputation (with a wider cp where it needs
     one), a smaller micro-batch, a wider cp; and checkpointing that does not close the gap alone,
@@ -161,7 +172,9 @@ def _activation_hints(
     the answer named neither cp nor the pair); ``cp_world``: the ``World`` on which a wider
     context-parallel degree runs and fits, as ``tp_world`` (``_split_hint``; trial s34: at a million
     tokens the fixes went from checkpointing to tp to pp, which the schedule then refused, never to
-    cp; review s34: the 1/cp split alone named a cp that did not fit)."""
+    cp; review s34: the 1/cp split alone named a cp that did not fit); ``micro_batch_fits``: whether
+    a smaller micro-batch, the batch kept by more accumulation, is a fix (``FitCheck.micro_batch_fits``:
+    a stack that holds whole gradients while it accumulates adds them)."""
     # context parallelism splits each sequence: its activations and its loss, 1/cp per rank; on more
     # GPUs the FSDP group grows with cp and shards the states too (review52 M6: llama3-8b at 128K on 1
     # GPU was told no one change fits, where cp 16 on 16 GPUs did): the bound that prunes the degrees
@@ -176,7 +189,7 @@ def _activation_hints(
         both = _full_ac_cp_hint(layout, lambda c: full_ac_cp_world(c) if cp_named(c) else None)
         full, partial = ([both], []) if both is not None else (full, partial)
     hints = [*full]
-    if training.micro_batch > 1:
+    if training.micro_batch > 1 and micro_batch_fits():
         hints.append(FixHint(code=FixCode.MICRO_BATCH, figures={"micro_batch": training.micro_batch}))
     cp = _smallest_degree(layout.cp, splittable, excess, lambda c: cp_world(c) if cp_named(c) else None)
     if cp is not None:

@@ -108,6 +108,45 @@ DEEPSPEED_ZERO2_ACCUM_OFFLOAD = AccumOffload(link_bytes_per_param=2.0, from_firs
 
 
 @dataclass(frozen=True)
+class AccumSync:
+    """What a stack that shards gradients (fsdp, zero2; without a pipeline, whose schedule reduces
+    once a step whatever the sharding) does on the micro-batches before a step's last
+    (planner/model/accum_sync.py; docs/hf-trainer-reading.md)."""
+
+    # Whether every micro-batch reduce-scatters its gradients, so they stay sharded. False: the
+    # inner micro-batches skip the reduction and accumulate the whole model's gradients on the GPU,
+    # in the compute dtype (the reduce dtype, where it is the parameters'), reduced once, by the
+    # step's last micro-batch; offloaded only then.
+    reduce_every_microbatch: bool = True
+    # Whether zero2 (parameters kept gathered from forward to backward) gathers them again every
+    # micro-batch (FSDP2 reshards after every backward unless told otherwise); False: once a step.
+    zero2_gather_every_microbatch: bool = False
+
+
+# trainplan's trainer (trainer/parallel.py ``set_micro_batch_sync``): FSDP2 reduce-scatters after
+# every backward under fsdp and zero2, and keeps zero2's parameters gathered through the window
+# (``set_reshard_after_backward(False)`` on inner micro-batches); DeepSpeed's ZeRO-2/3 hooks reduce
+# every micro-batch too.
+REDUCE_EVERY_MICROBATCH = AccumSync()
+# Hugging Face Trainer on accelerate's FSDP (docs/hf-trainer-reading.md, read 2026-12-07): every
+# micro-batch but the last runs in ``accelerator.no_sync(model)`` (transformers 5.25.0 trainer.py
+# l. 1941-1953; not under DeepSpeed nor accelerate's ``sync_each_batch``). accelerate v1.14.0
+# (beb0672a) accelerator.py l. 1165-1170 maps it to FSDP2's ``set_requires_gradient_sync(False)``,
+# l. 1171-1178 to FSDP1's ``no_sync()``. Both skip the reduce-scatter (torch 2.13
+# _fully_shard/_fsdp_param_group.py l. 607-612; fsdp/_runtime_utils.py l. 742-745) and keep the
+# unsharded gradient in the reduce dtype (FSDP2, _fsdp_param.py l. 802-813) or in the gathered
+# parameters' (FSDP1, _flat_param.py l. 1280-1290): both are accelerate's mixed-precision dtype
+# (utils/dataclasses.py l. 2118, ``{"param_dtype": dtype, "reduce_dtype": dtype}``). FSDP1
+# offloads it only after the sync (fully_sharded_data_parallel.py l. 1047-1049). Parameters are
+# gathered as without no_sync: FULL_SHARD reshards after every backward (_runtime_utils.py
+# l. 811-828; FSDP2's ``reshard_after_backward`` stays True, _fsdp_param_group.py l. 223), so
+# FSDP2's zero2 (``reshard_after_forward=False``) gathers again each micro-batch; FSDP2 is
+# transformers' default ``fsdp_config`` version (training_args.py l. 2826). FSDP1's SHARD_GRAD_OP
+# keeps them gathered through no_sync (api.py l. 48-49): once a step, not modelled.
+ACCELERATE_NO_SYNC = AccumSync(reduce_every_microbatch=False, zero2_gather_every_microbatch=True)
+
+
+@dataclass(frozen=True)
 class JobSettings:
     """Failures, checkpoints, the run's other losses, offload's host and power (the base of
     ``ModelingSettings``)."""
@@ -205,6 +244,10 @@ class JobSettings:
     # host's DRAM bandwidth (torch's CPU kernels, as its AdamW), the node's ranks sharing it.
     offload_accum_fsdp: AccumOffload = FSDP2_ACCUM_OFFLOAD
     offload_accum_zero2: AccumOffload = FSDP2_ACCUM_OFFLOAD
+    # The micro-batches before a step's last under fsdp / zero2 without a pipeline: reduced every
+    # one (trainplan, torchtitan, DeepSpeed), or skipped and accumulated whole (HF Trainer's
+    # no_sync): ``AccumSync`` above.
+    accum_sync: AccumSync = REDUCE_EVERY_MICROBATCH
     # --- power (planner/model/energy.py) ----------------------------------------------------
     # A server's average wall power while it trains, as a fraction of its maximum system power
     # (the catalog's node_power_w). ESTIMATE: DGX H100 draws 6.5-8.5 kW "typical" against its

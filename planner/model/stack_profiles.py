@@ -21,12 +21,14 @@ from planner.model.settings import (
     ModelingSettings,
 )
 from planner.model.settings_job import (
+    ACCELERATE_NO_SYNC,
     DEEPSPEED_CPU_ADAM_BYTES_PER_PARAM,
     DEEPSPEED_CPU_ADAM_HOST_BANDWIDTH_FRACTION,
     DEEPSPEED_ZERO2_ACCUM_OFFLOAD,
     DEEPSPEED_ZERO3_ACCUM_OFFLOAD,
     FSDP1_ACCUM_OFFLOAD,
     NO_ACCUM_OFFLOAD,
+    REDUCE_EVERY_MICROBATCH,
 )
 from planner.model.zero_config import HF_DOCUMENTED_ZERO
 
@@ -316,6 +318,9 @@ HF_TRAINER_SETTINGS = DEFAULT_SETTINGS.but(
     loss_chunk_tokens=0,
     sliding_window_band=False,  # HF modules only
     loss_parallel_bytes_per_logit=None,  # no tensor-parallel LM head (review s41)
+    # Its inner micro-batches run under accelerate's no_sync: whole gradients held, reduced once a
+    # step, FSDP2's zero2 re-gathering every micro-batch (settings_job.py ``ACCELERATE_NO_SYNC``).
+    accum_sync=ACCELERATE_NO_SYNC,
 )
 
 # DeepSpeed ZeRO on Hugging Face modules (the transformers / accelerate integration, the stack of
@@ -331,6 +336,9 @@ HF_TRAINER_SETTINGS = DEFAULT_SETTINGS.but(
 # gradient-norm pass over the host gradients is not counted.
 DEEPSPEED_SETTINGS = HF_TRAINER_SETTINGS.but(
     offload_unsharded_grads=False,  # ZeRO-1 reduces whole gradients on the GPU (ModelingSettings)
+    # Trainer takes no no_sync under DeepSpeed (transformers 5.25.0 trainer.py l. 1941-1947), whose
+    # ZeRO-2/3 hooks reduce every micro-batch (stage_1_and_2.py, stage3.py).
+    accum_sync=REDUCE_EVERY_MICROBATCH,
     # ZeRO >= 1 keeps gradients in the model's dtype: transformers' configs leave
     # data_types.grad_accum_dtype unset (trial s36: ZeRO-1 was charged 4 bytes a gradient).
     zero_grads_in_model_dtype=True,

@@ -12,9 +12,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.model import comm, moe, zero_collectives
+from planner.model.accum_sync import gathers_per_step, reductions_per_step
 from planner.model.block import block_table
 from planner.model.block_rows import Part, TpSplit
-from planner.model.candidates import SHARD_FSDP, SHARD_ZERO1, Candidates, reductions_per_step
+from planner.model.candidates import SHARD_ZERO1, Candidates
 from planner.model.flops import (
     attention_recompute_fraction,
     recompute_fraction,
@@ -84,7 +85,7 @@ def data_parallel_comm_s(
     all-reduce the shard over the replicas (HSDP); DDP all-reduces the whole gradient once."""
     local_params = busiest_stage_params(model, c) / c.tp
     grad_bytes = grad_element_bytes(c, s)
-    reductions = reductions_per_step(c)
+    reductions = reductions_per_step(c, s)
     # Context-parallel ranks hold the same weights: they shard and reduce with the dp ranks.
     shard_link = comm.group_link(c, c.shard_group, c.tp, s)
     replicate_link = comm.group_link(c, c.dp_replicate, c.dp_shard * c.cp * c.tp, s)
@@ -116,8 +117,8 @@ def sharded_comm_s(
     dtype = compute_dtype_bytes(c)
     calls = n_layers + 1
     grad_bytes = grad_element_bytes(c, s)
-    gathers = np.where(c.sharding == SHARD_FSDP, 2.0 * c.grad_accum, 1.0)
-    reductions = reductions_per_step(c)
+    gathers = gathers_per_step(c, s)
+    reductions = reductions_per_step(c, s)
 
     def sharded(params, n, link, calls):
         return gathers * comm.all_gather_s(params * dtype, n, link, calls) + reductions * comm.reduce_scatter_s(

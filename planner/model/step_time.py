@@ -13,17 +13,11 @@ from typing import Any
 import numpy as np
 
 from planner.model import comm, moe, rates
+from planner.model.accum_sync import gathers_per_step, reductions_per_step
 from planner.model.attention_scores import eager_softcap_attention, flash_attention_on, scores_per_microbatch
 from planner.model.block import block_table, root_table
 from planner.model.block_rows import Gemm, Part
-from planner.model.candidates import (
-    IMPL_HF,
-    PREC_FP8,
-    SHARD_FSDP,
-    SHARD_ZERO1,
-    Candidates,
-    reductions_per_step,
-)
+from planner.model.candidates import IMPL_HF, PREC_FP8, SHARD_ZERO1, Candidates
 from planner.model.cp_ring import ring_merge_bytes
 from planner.model.flops import (
     attention_recompute_fraction,
@@ -354,8 +348,8 @@ def shard_copy_time(model: ModelSpec, c: Candidates, s: ModelingSettings) -> np.
     gradients out of each reduce-scatter's (FSDP2's copy-in / copy-out kernels): per pass, not
     per step, so they grow with the accumulation (docs/model.md)."""
     stage = busiest_stage(model, c)
-    gather_passes = np.where(c.sharding == SHARD_FSDP, 2.0 * c.grad_accum, 1.0)
-    reductions = reductions_per_step(c)
+    gather_passes = gathers_per_step(c, s)
+    reductions = reductions_per_step(c, s)
     # Gathered and reduced: the rank's share of the experts (1/ep) with the dense weights.
     copy_bytes = (
         stage.held
