@@ -96,9 +96,20 @@ def render(rows: bool = False) -> str:
         "",
         *_summary(scores, lambda s: f"{_set_of(s)}, {_envelope_of(s)}", "set, envelope"),
     ]
+    lines += _refused_lines(scores)
     if rows:
         lines += ["", *_row_lines(scores)]
     return "\n".join(lines)
+
+
+def _refused_lines(scores: list[FreshScore]) -> list[str]:
+    """The jobs that ran and the estimate refuses: scored above on their "if it fit" figures."""
+    refused = [s for s in scores if s.refused is not None]
+    if not refused:
+        return []
+    return ["", "Refused by the estimate though they ran (scored above on the figures it gives if they fit):", ""] + [
+        f"- {s.row.row_id} ({s.row.source}): {s.refused}" for s in refused
+    ]
 
 
 if __name__ == "__main__":

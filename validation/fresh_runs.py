@@ -66,6 +66,9 @@ class FreshScore:
     band_tokens_per_s_per_gpu: tuple[float, float]  # the estimate's 80 % band (p10, p90 ends)
     validated: bool  # the estimate called its regime validated
     envelope: str  # the estimate's own words on the regime
+    # Why the estimate judged the job not to fit, though it ran (None: it fits): the figures are
+    # its "if it fit" ones, and the refusal is itself a miss the report names.
+    refused: str | None = None
 
     @property
     def error(self) -> float:
@@ -103,8 +106,10 @@ def read_fresh(path: Path = DEFAULT_FRESH_RUNS) -> list[FreshRow]:
 
 def score_from_json(row: FreshRow, estimate: dict[str, Any]) -> FreshScore:
     """A row's score from ``trainplan estimate --json``'s answer (the band there is for the job:
-    divided by the GPU count, as the figure is)."""
-    if not estimate["feasible"]:
+    divided by the GPU count, as the figure is). A job the estimate refuses, though it ran, is
+    scored on the figures it gives "if it fit" and flagged (``refused``); one without them is not
+    scored (s54: hf-trainer's whole gradients under no_sync refused three VectorLM rows that ran)."""
+    if not estimate["feasible"] and "throughput" not in estimate:
         raise ValueError(f"{row.row_id}: the estimate finds the job infeasible ({estimate['reason']})")
     gpus = estimate["num_gpus"]
     low, high = estimate["uncertainty"]["tokens_per_s"]
@@ -115,6 +120,7 @@ def score_from_json(row: FreshRow, estimate: dict[str, Any]) -> FreshScore:
         band_tokens_per_s_per_gpu=(low / gpus, high / gpus),
         validated=bool(estimate["uncertainty"]["validated"]),
         envelope=estimate["uncertainty"]["envelope"],
+        refused=None if estimate["feasible"] else str(estimate["reason"]),
     )
 
 
