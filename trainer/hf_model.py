@@ -11,6 +11,7 @@ shards.
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 from typing import Any, cast
 
@@ -205,10 +206,19 @@ def hf_init_rule(model: nn.Module):
 
 @torch.no_grad()
 def init_hf_buffers(model: nn.Module) -> None:
-    """Recompute non-persistent buffers (RoPE inverse frequencies) after ``to_empty``."""
+    """Recompute the buffers ``to_empty`` left unset (RoPE inverse frequencies, a router's score
+    correction bias) with transformers' own ``_init_weights``. That also redraws such a module's
+    parameters (GLM-4.5's and DeepSeek-V3's routers: ``init.normal_`` on the weight) from the global
+    RNG, after ``init_parameters`` drew them layout-independently (s54: the one suite warning, DTensor
+    random ops on a CPU mesh, was this redraw): they are put back."""
     for module in model.modules():
         if any(True for _ in module.buffers(recurse=False)):
-            cast(Any, model)._init_weights(module)  # an HF PreTrainedModel method, not a Tensor or Module
+            drawn = [(p, p.detach().clone()) for p in module.parameters(recurse=False)]
+            with warnings.catch_warnings():  # the redraw's own, discarded below
+                warnings.filterwarnings("ignore", message="DTensor random operators")
+                cast(Any, model)._init_weights(module)  # an HF PreTrainedModel method, not a Tensor or Module
+            for parameter, value in drawn:
+                parameter.copy_(value)
 
 
 def _read_safetensors(weights_dir: Path) -> dict[str, torch.Tensor]:

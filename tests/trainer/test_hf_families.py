@@ -198,6 +198,25 @@ def test_spec_config_builds_the_planners_count_on_cpu(tmp_path, model_type):
         assert callable(rule(name, model.get_submodule(name.rsplit(".", 1)[0])))
 
 
+@pytest.mark.parametrize("model_type", ["glm4_moe", "deepseek_v3", "deepseek_v2", "afmoe", "llama"])
+def test_recomputing_the_buffers_keeps_the_layout_independent_parameters(tmp_path, model_type):
+    """transformers' ``_init_weights`` on a module with buffers redraws its parameters too (GLM-4.5's
+    and DeepSeek-V3's routers) from the global RNG: after ``init_parameters`` they must stay as drawn
+    (s54: the redraw was the suite's one warning, DTensor random ops on a CPU mesh)."""
+    from trainer.hf_model import init_hf_buffers
+    from trainer.parallel import init_parameters
+
+    spec, _ = tiny_spec(tmp_path, model_type)
+    model = transformers.AutoModelForCausalLM.from_config(config_from_spec(spec, SEQ), attn_implementation="eager")
+    init_parameters(model, 7, hf_init_rule(model))
+    drawn = {name: p.detach().clone() for name, p in model.named_parameters()}
+    for buffer in model.buffers():
+        buffer.fill_(float("nan"))  # what to_empty leaves: anything
+    init_hf_buffers(model)
+    assert all(torch.equal(p, drawn[name]) for name, p in model.named_parameters())
+    assert all(not buffer.is_floating_point() or torch.isfinite(buffer).all() for buffer in model.buffers())
+
+
 @pytest.mark.parametrize("from_file", [False, True])
 def test_kimi_k2s_router_reaches_the_config_the_trainer_builds(tmp_path, from_file):
     """Trial s52: n_group 8 was derived from the expert count and the scale fixed at 2.5."""
