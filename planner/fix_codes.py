@@ -25,6 +25,7 @@ class FixCode(StrEnum):
     CP_MORE_GPUS = "cp_more_gpus"
     PP = "pp"
     PP_MORE_GPUS = "pp_more_gpus"
+    PP_STAGES = "pp_stages"  # on these GPUs, with the replicas folded: the stages the fold is for
     ONE_F_ONE_B = "one_f_one_b"
     BIGGER_GPU = "bigger_gpu"
     NO_ONE_FIX = "no_one_fix"  # past every catalog GPU's memory and no single change fits it
@@ -61,6 +62,7 @@ FIX_TEMPLATES: dict[FixCode, str] = {
     FixCode.CP_MORE_GPUS: "split each sequence over cp={cp} ranks (context parallelism, now {now}) on {gpus} GPUs",
     FixCode.PP: "split the layers over more pipeline stages (pp > {pp})",
     FixCode.PP_MORE_GPUS: "split the layers over pp={stages} pipeline stages (now {pp}) on {gpus} GPUs",
+    FixCode.PP_STAGES: "split the layers over pp={stages} pipeline stages (now {pp})",
     FixCode.ONE_F_ONE_B: "use the 1f1b pipeline schedule: it holds {pp} micro-batches' activations, GPipe all {accum}",
     FixCode.BIGGER_GPU: "use a GPU with more memory",
     FixCode.NO_ONE_FIX: (

@@ -875,6 +875,10 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
         "split the layers over pp={stages} pipeline stages (now {pp}) on {gpus} GPUs",
         "在 {gpus} 块 GPU 上把各层分到 pp={stages} 个流水线阶段（当前 {pp}）",
     ),
+    "fix_pp_stages": (
+        "split the layers over pp={stages} pipeline stages (now {pp})",
+        "把各层分到 pp={stages} 个流水线阶段（当前 {pp}）",
+    ),
     "fix_one_f_one_b": (
         "use the 1f1b pipeline schedule: it holds {pp} micro-batches' activations, GPipe all {accum}",
         "改用 1f1b 流水线调度：它只保留 {pp} 个微批的激活，GPipe 保留全部 {accum} 个",

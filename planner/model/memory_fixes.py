@@ -230,9 +230,13 @@ def _split_hint(
     split = _in_need(terms.states + terms.unsharded_params, need_gib, terms)
     if layout.pp < model.num_layers and split > excess and (pp := pp_world(2 * layout.pp)) is not None:
         stages, world = pp
-        more = {"stages": stages, "gpus": world.gpus} if world.gpus != layout.world_size else {}
-        figures = {"pp": layout.pp} | more | _replica_figures(layout, world, layout.non_dp // layout.pp * stages)
-        return [FixHint(code=FixCode.PP_MORE_GPUS if more else FixCode.PP, figures=figures)]
+        folded = _replica_figures(layout, world, layout.non_dp // layout.pp * stages)
+        more = {"gpus": world.gpus} if world.gpus != layout.world_size else {}
+        # a fold's dp_shard holds for these stages alone, so they are named (review54: "pp > 2 with
+        # dp_shard=2" held for pp 4 only; pp 8 with it needed 128 GPUs and was refused)
+        named = {"stages": stages} if more or folded else {}
+        code = FixCode.PP_MORE_GPUS if more else FixCode.PP_STAGES if folded else FixCode.PP
+        return [FixHint(code=code, figures={"pp": layout.pp} | named | more | folded)]
     return []
 
 

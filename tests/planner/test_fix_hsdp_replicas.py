@@ -25,6 +25,7 @@ NAMED = {
     FixCode.FULL_AC_CP: ("cp", True),
     FixCode.FULL_AC_CP_MORE_GPUS: ("cp", True),
     FixCode.PP_MORE_GPUS: ("pp", False),
+    FixCode.PP_STAGES: ("pp", False),
 }
 
 
@@ -75,6 +76,18 @@ def test_a_pipeline_fix_that_folds_the_replicas_says_so():
         now=4, shard=4, shard_now=1
     )
     assert _as_named("llama3-70b", 32, layout, 4096, pp).feasible
+
+
+def test_a_pipeline_fix_that_folds_the_replicas_on_these_gpus_names_its_stages():
+    """review54: "split the layers over more pipeline stages (pp > 2) with dp_replicate=1 (now 4) and
+    dp_shard=2 (now 1)" held for pp 4 alone: pp 8 with dp_shard 2 needs 128 GPUs, and was refused."""
+    layout = Layout(tp=8, pp=2, dp_replicate=4, sharding=Sharding.FSDP)
+    e = _est("llama3-70b", 64, layout, 4096, grad_accum=256)
+    (pp,) = [h for h in e.fix_hints if h.code == FixCode.PP_STAGES]
+    folded = FOLDED.format(now=4, shard=2, shard_now=1)
+    assert pp.text() == "split the layers over pp=4 pipeline stages (now 2)" + folded
+    assert pp.text() in (e.fix or "").split("; or ")
+    assert _as_named("llama3-70b", 64, layout, 4096, pp).feasible
 
 
 @pytest.mark.parametrize(

@@ -99,6 +99,7 @@ HINTS = {  # figures for each next step an estimate can suggest
     FixCode.TP_MORE_GPUS: {"tp": 8, "now": 1, "gpus": 128},
     FixCode.PP: {"pp": 2},
     FixCode.PP_MORE_GPUS: {"stages": 4, "pp": 2, "gpus": 96},
+    FixCode.PP_STAGES: {"stages": 4, "pp": 2},
     FixCode.FULL_AC_PARTIAL: {"need": 417.3},  # review s39: without figures the check ran over nothing
 }
 
