@@ -88,7 +88,7 @@ REPLICAS_FIGURE = "dp_replicate"
 # every replica into the FSDP group.
 FIX_REPLICAS = (
     " with dp_replicate={dp_replicate} (now {dp_replicate_now}) and dp_shard={group_dp_shard} (now {dp_shard_now}):"
-    " every data-parallel rank in one FSDP group"
+    " every data-parallel rank in one sharding group"
 )
 
 

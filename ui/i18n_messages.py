@@ -912,8 +912,8 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
     # planner/fix_codes.py with_replicas: after a tp, cp or pp fix that folds the replicas into the FSDP group
     "fix_replicas": (
         FIX_REPLICAS,
-        "，并把副本数设为 dp_replicate={dp_replicate}（当前 {dp_replicate_now}）、dp_shard={group_dp_shard}（当前 {dp_shard_now}）："
-        "所有数据并行 rank 归入同一个 FSDP 组",
+        "，并设副本数 dp_replicate={dp_replicate}（当前 {dp_replicate_now}）、分片组大小 dp_shard={group_dp_shard}"
+        "（当前 {dp_shard_now}）：所有数据并行 rank 归入同一个分片组",
     ),
     "fix_join": ("; or ", "；或者"),
     "ex_over_memory_try": (

@@ -15,7 +15,7 @@ from planner.model.estimate import estimate
 from planner.plan import FixHint
 
 CATALOG = load_catalog()
-FOLDED = " with dp_replicate=1 (now {now}) and dp_shard={shard} (now {shard_now}): every data-parallel rank in one FSDP group"
+FOLDED = " with dp_replicate=1 (now {now}) and dp_shard={shard} (now {shard_now}): every data-parallel rank in one sharding group"
 # The degree each widening fix names, and whether it recomputes every layer with it.
 NAMED = {
     FixCode.TP: ("tp", False),
