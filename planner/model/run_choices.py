@@ -7,7 +7,7 @@ request (planner/request.py ``PlanRequest``) and a job being built (planner/api/
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Protocol
 
 from planner.model.attention_choice import with_attention
 from planner.model.attention_kernels import AttentionKernel
@@ -15,6 +15,24 @@ from planner.model.optimizer_precision import DEFAULT_OPTIMIZER_PRECISION, Optim
 from planner.model.run_loss_inputs import DEFAULT_RUN_LOSSES, RunLossInputs
 from planner.model.settings import ModelingSettings
 from planner.model.stack_profiles import moe_a2a_overlapped, tp_overlap_unbuffered
+
+
+class CarriesRunChoices(Protocol):
+    """What ``RunChoices.of`` reads: a ``PlanRequest`` or a ``JobChoices`` (review54: typed, so mypy
+    checks both carriers' names and types against the record's)."""
+
+    @property
+    def attention(self) -> AttentionKernel | None: ...
+    @property
+    def partition_activations(self) -> bool: ...
+    @property
+    def moe_a2a_overlap(self) -> bool: ...
+    @property
+    def optimizer_precision(self) -> OptimizerPrecision: ...
+    @property
+    def run_losses(self) -> RunLossInputs: ...
+    @property
+    def tp_comm_overlap(self) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -29,7 +47,7 @@ class RunChoices:
     tp_comm_overlap: bool = True
 
     @classmethod
-    def of(cls, carrier: Any) -> RunChoices:
+    def of(cls, carrier: CarriesRunChoices) -> RunChoices:
         """The choices a request or a job carries under the same names."""
         return cls(**{f.name: getattr(carrier, f.name) for f in fields(cls)})
 
