@@ -49,10 +49,14 @@ def _envelope_of(score: FreshScore) -> str:
 
 
 def _table(groups: list[Coverage], title: str) -> list[str]:
-    lines = [f"| {title} | rows | mean signed % | mean abs % | in 80 % band |", "|---|---:|---:|---:|---:|"]
+    lines = [
+        f"| {title} | rows | mean signed % | mean abs % | in 80 % band | refused though it ran |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
     for c in groups:
         lines.append(
-            f"| {c.group} | {c.rows} | {100 * c.mean_signed:+.1f} | {100 * c.mean_abs:.1f} | {c.in_band}/{c.rows} |"
+            f"| {c.group} | {c.rows} | {100 * c.mean_signed:+.1f} | {100 * c.mean_abs:.1f} | {c.in_band}/{c.rows}"
+            f" | {c.refused} |"
         )
     return lines
 

@@ -133,6 +133,9 @@ class Coverage:
     mean_signed: float
     mean_abs: float
     in_band: int
+    # jobs that ran and the estimate refuses (``FreshScore.refused``), counted in the rest on the
+    # figures it gives if they fit (review54 L4: a count read as "in band" hid the refusal)
+    refused: int = 0
 
 
 def coverage(scores: list[FreshScore], key: Callable[[FreshScore], str]) -> list[Coverage]:
@@ -147,6 +150,7 @@ def coverage(scores: list[FreshScore], key: Callable[[FreshScore], str]) -> list
             mean_signed=sum(m.error for m in members) / len(members),
             mean_abs=sum(abs(m.error) for m in members) / len(members),
             in_band=sum(m.in_band for m in members),
+            refused=sum(m.refused is not None for m in members),
         )
         for g, members in sorted(groups.items())
     ]

@@ -75,4 +75,7 @@ def test_a_job_refused_though_it_ran_is_scored_if_it_fit_and_flagged():
     answer = _answer(8, 60_500.0, (8 * 50_000.0, 8 * 70_000.0)) | {"feasible": False, "reason": "memory: needs 88 GiB"}
     refused = score_from_json(ROWS[0], answer)
     assert refused.refused == "memory: needs 88 GiB" and refused.in_band
-    assert score_from_json(ROWS[0], _answer(8, 60_500.0, (1.0, 2.0))).refused is None
+    fits = score_from_json(ROWS[0], _answer(8, 60_500.0, (1.0, 2.0)))
+    assert fits.refused is None
+    (summary,) = coverage([refused, fits], lambda s: "all")
+    assert (summary.rows, summary.in_band, summary.refused) == (2, 1, 1)
