@@ -84,11 +84,11 @@ FIX_JOIN = "; or "
 # A tp, cp or pp fix that runs with other data-parallel replicas than the layout's names them in this
 # figure (and the layout's in ``dp_replicate_now``): planner/model/memory_fixes.py ``_replica_figures``.
 REPLICAS_FIGURE = "dp_replicate"
-# Said after such a fix's own words (``with_replicas``): the one fold FitCheck.fitting_world tries,
-# every replica into the FSDP group.
+# Said after such a fix's own words (``with_replicas``): the replicas and the group it runs with (a tp,
+# cp or pp fix folds every replica into the group, FitCheck.fitting_world; an FSDP-group fix as many
+# as make the group, ``_sharding_hints``).
 FIX_REPLICAS = (
-    " with dp_replicate={dp_replicate} (now {dp_replicate_now}) and dp_shard={group_dp_shard} (now {dp_shard_now}):"
-    " every data-parallel rank in one sharding group"
+    " with dp_replicate={dp_replicate} (now {dp_replicate_now}) and dp_shard={group_dp_shard} (now {dp_shard_now})"
 )
 
 

@@ -913,7 +913,7 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
     "fix_replicas": (
         FIX_REPLICAS,
         "，并设副本数 dp_replicate={dp_replicate}（当前 {dp_replicate_now}）、分片组大小 dp_shard={group_dp_shard}"
-        "（当前 {dp_shard_now}）：所有数据并行 rank 归入同一个分片组",
+        "（当前 {dp_shard_now}）",
     ),
     "fix_join": ("; or ", "；或者"),
     "ex_over_memory_try": (

@@ -291,12 +291,19 @@ def _sharding_hints(
         if fold is not None:
             group = layout.dp_shard * fold
             if group_fits(group, layout.dp_replicate // fold, layout.world_size):
-                return [FixHint(code=FixCode.FSDP_GROUP, figures={"group": group, "dp_shard": layout.dp_shard})]
+                world = World(layout.world_size, layout.dp_replicate // fold)
+                figures = {"group": group, "dp_shard": layout.dp_shard} | _replica_figures(layout, world, layout.non_dp)
+                return [FixHint(code=FixCode.FSDP_GROUP, figures=figures)]
             continue
         group = layout.dp_shard * k
         if group_fits(group, 1, group * layout.non_dp):
-            figures = {"group": group, "dp_shard": layout.dp_shard, "gpus": group * layout.non_dp}
-            return [FixHint(code=FixCode.FSDP_GROUP_MORE_GPUS, figures=figures)]
+            world = World(group * layout.non_dp, 1)
+            figures = {"group": group, "dp_shard": layout.dp_shard, "gpus": world.gpus}
+            return [
+                FixHint(
+                    code=FixCode.FSDP_GROUP_MORE_GPUS, figures=figures | _replica_figures(layout, world, layout.non_dp)
+                )
+            ]
     return []
 
 

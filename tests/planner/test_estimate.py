@@ -195,12 +195,17 @@ def test_an_fsdp_group_fix_names_the_gpus_it_needs_beyond_those_in_use():
     assert est(Layout(tp=8, dp_shard=4, sharding=Sharding.FSDP), num_gpus=32, model=model, **training).feasible
     hsdp = Layout(tp=8, dp_replicate=4, sharding=Sharding.FSDP)
     folded = est(hsdp, num_gpus=64, model=model, **training)
-    assert "FSDP over a group of at least 4 (dp_shard now 2);" in (folded.fix or "")  # on these 64 GPUs
+    # on these 64 GPUs, with the replicas it then has said (review54 M4: typed with the 4 kept, refused)
+    assert "FSDP over a group of at least 4 (dp_shard now 2) with dp_replicate=2 (now 4) and dp_shard=4 (now 2);" in (
+        folded.fix or ""
+    )
     fits = Layout(tp=8, dp_shard=4, dp_replicate=2, sharding=Sharding.FSDP)
     assert est(fits, num_gpus=64, model=model, **training).feasible
     # review s35: 3 replicas and a group twice as wide were sent to fewer GPUs than the 24 in use
     three = est(hsdp.model_copy(update={"dp_replicate": 3}), num_gpus=24, model=model, **training)
-    assert "FSDP over a group of at least 4 (dp_shard now 1) on 32 GPUs;" in (three.fix or "")
+    assert "at least 4 (dp_shard now 1) on 32 GPUs with dp_replicate=1 (now 3) and dp_shard=4 (now 1);" in (
+        three.fix or ""
+    )
     # review s39: tp 4 x pp 4 on 96 GPUs: no FSDP group fits (the unsharded gradients stay), none is named
     piped = est(Layout(tp=4, pp=4, vpp=2, sharding=Sharding.FSDP), num_gpus=96, model=model, grad_accum=6)
     assert not piped.feasible and "FSDP over a group" not in (piped.fix or "")

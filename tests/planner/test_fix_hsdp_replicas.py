@@ -15,7 +15,7 @@ from planner.model.estimate import estimate
 from planner.plan import FixHint
 
 CATALOG = load_catalog()
-FOLDED = " with dp_replicate=1 (now {now}) and dp_shard={shard} (now {shard_now}): every data-parallel rank in one sharding group"
+FOLDED = " with dp_replicate=1 (now {now}) and dp_shard={shard} (now {shard_now})"
 # The degree each widening fix names, and whether it recomputes every layer with it.
 NAMED = {
     FixCode.TP: ("tp", False),
@@ -115,3 +115,16 @@ def test_the_replicas_words_follow_the_fix_and_only_where_named():
         figures={"tp": 8, "now": 1, "dp_replicate": 1, "dp_replicate_now": 16, "group_dp_shard": 8, "dp_shard_now": 4},
     )
     assert folded.text() == "use tp=8 (now 1)" + FOLDED.format(now=16, shard=8, shard_now=4)
+
+
+def test_an_fsdp_group_fix_names_the_replicas_it_leaves_and_fits_as_said():
+    """review54 M4: "shard with FSDP over a group of at least 32 (dp_shard now 4)" was told to 4 x 8
+    replicas on 32 GPUs, and typed with the 8 replicas kept it was refused (the degrees multiply to 256)."""
+    layout = Layout(dp_shard=4, dp_replicate=8, sharding=Sharding.FSDP)
+    e = _est("llama3-70b", 32, layout, 4096, activation_checkpointing="full")
+    (group,) = [h for h in e.fix_hints if h.code == FixCode.FSDP_GROUP]
+    shard, replicas = int(group.figures["group"]), int(group.figures["dp_replicate"])
+    assert (shard * replicas, group.figures["group_dp_shard"], group.figures["dp_replicate_now"]) == (32, shard, 8)
+    assert group.text().endswith(f" with dp_replicate={replicas} (now 8) and dp_shard={shard} (now 4)")
+    named = Layout(dp_shard=shard, dp_replicate=replicas, sharding=Sharding.FSDP)
+    assert _est("llama3-70b", 32, named, 4096, activation_checkpointing="full").feasible

@@ -19,7 +19,7 @@ from ui.reasons import fix_text
 
 BASE = ["estimate", "--model", "llama3-70b", "--gpu", "h100-sxm", "--num-gpus", "64", "--sharding", "fsdp"]
 BATCH = ["--seq-len", "8192", "--global-batch-tokens", "4194304", "--micro-batch", "1", "--json"]
-FOLDED = "with dp_replicate=(\\d+) \\(now 16\\) and dp_shard=(\\d+) \\(now 4\\): every data-parallel rank in one sharding group"
+FOLDED = "with dp_replicate=(\\d+) \\(now 16\\) and dp_shard=(\\d+) \\(now 4\\)"
 
 
 def _estimate(capsys, flags: list[str]) -> dict:
@@ -48,7 +48,7 @@ def test_the_replicas_words_in_chinese():
     e = estimate(get_preset("llama3-70b"), "h100-sxm", layout, training, num_gpus=64, catalog=load_catalog())
 
     def folded(shard: int) -> str:
-        return f"，并设副本数 dp_replicate=1（当前 16）、分片组大小 dp_shard={shard}（当前 4）：所有数据并行 rank 归入同一个分片组"
+        return f"，并设副本数 dp_replicate=1（当前 16）、分片组大小 dp_shard={shard}（当前 4）"
 
     assert fix_text(ZH, e.fix_hints) == (
         f"开启完整的激活重计算，并把每条序列切分到 cp=2 个 rank 上（上下文并行，当前 1）{folded(32)}"
