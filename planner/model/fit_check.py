@@ -16,7 +16,7 @@ from planner.model.candidates import SHARD_FSDP, Candidates, code
 from planner.model.configuration import checked_configuration, refused_by
 from planner.model.host import row_fits
 from planner.model.memory import memory, offload_keeps_grads
-from planner.model.memory_fixes import World, kept_replicas, memory_fix_hint
+from planner.model.memory_fixes import FixProbes, World, kept_replicas, memory_fix_hint
 from planner.model.optimizer_precision import OptimizerPrecision, refused_rows
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
@@ -164,6 +164,18 @@ class FitCheck:
             return True
         return self._runs(self.resolved, self.num_gpus, one, settings)
 
+    def probes(self, settings: ModelingSettings) -> FixProbes:
+        """What the memory model says of each fix a memory answer may name, under ``settings``."""
+        return FixProbes(
+            tp_world=lambda tp: self.fitting_world("tp", tp, settings),
+            pp_world=lambda pp: self.pp_world(pp, settings),
+            cp_world=lambda cp: self.fitting_world("cp", cp, settings),
+            full_ac_need=lambda: self.need_with_full_ac(settings),
+            full_ac_cp_world=lambda cp: self.fitting_world("cp", cp, settings, self.full_ac_training()),
+            group_fits=lambda shard, replicate, gpus: self.fits_with_group(shard, replicate, gpus, settings),
+            micro_batch_fits=lambda: self.micro_batch_fits(settings),
+        )
+
     def device_memory(
         self, need: float, usable: float, cap: float, terms: MemoryTerms, settings: ModelingSettings, host_holds: bool
     ) -> tuple[str, tuple[FixHint, ...]]:
@@ -178,18 +190,12 @@ class FitCheck:
             self.training,
             self.model,
             gpus_per_node=self.gpus_per_node,
-            tp_world=lambda tp: self.fitting_world("tp", tp, settings),
-            pp_world=lambda pp: self.pp_world(pp, settings),
-            cp_world=lambda cp: self.fitting_world("cp", cp, settings),
+            probes=self.probes(settings),
             fsdp_runs=self.stack is None or self.stack.max_sharding >= SHARD_FSDP,
             offload_frees_gib=frees,
-            full_ac_need=lambda: self.need_with_full_ac(settings),
-            full_ac_cp_world=lambda cp: self.fitting_world("cp", cp, settings, self.full_ac_training()),
-            group_fits=lambda shard, replicate, gpus: self.fits_with_group(shard, replicate, gpus, settings),
             optimizer_fix=self.optimizer_fix(settings),
             compile_fits=self.compile_fits(settings),
             host_holds=host_holds,
-            micro_batch_fits=lambda: self.micro_batch_fits(settings),
         )
         if fixes[0] == FixHint(code=FixCode.BIGGER_GPU):  # the partial hints after it stay (review s39)
             fixes = (*(self._past_every_gpu(need, settings) or fixes[:1]), *fixes[1:])

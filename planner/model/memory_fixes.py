@@ -5,6 +5,7 @@ stack would run it (the callables and flags ``planner/model/fit_check.py``'s ``F
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import NamedTuple
 
 from planner.estimate_parts import MemoryTerms
@@ -37,6 +38,42 @@ def kept_replicas(layout: Layout) -> int:
     return 1 if layout.sharding == Sharding.NONE else layout.dp_replicate
 
 
+def _none(_: int) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class FixProbes:
+    """What the memory model says of the fixes a memory answer may name, judged as the estimate
+    judges a row (planner/model/fit_check.py ``FitCheck.probes`` binds them to the stack's settings;
+    these defaults find none). A fix the estimate would then refuse, or that does not fit, is none."""
+
+    # The World on which tp widened to the degree runs by the estimate's rules and fits (trial s24:
+    # tp=4 offered for Nemotron on HF's modules; trial s52: tp 2, 4, 8 each named on the same GPUs,
+    # where the data-parallel group shrinks as tp grows, and none fitted).
+    tp_world: Callable[[int], World | None] = _none
+    # The fewest stages from the number asked that run and fit, with their World (trial s31: pp > 1
+    # offered under hf-trainer, which has no pipeline engine; trial s52: named where it needed more
+    # GPUs, unsaid).
+    pp_world: Callable[[int], tuple[int, World] | None] = _none
+    # The World on which a wider cp runs and fits (trial s34: at a million tokens the fixes went to tp
+    # and pp, which the schedule refused, never to cp; review s34: the 1/cp split alone named a cp
+    # that did not fit).
+    cp_world: Callable[[int], World | None] = _none
+    # The GiB the same layout needs with full recomputation (None: not known), so checkpointing that
+    # does not close the gap alone is said after the fixes that do (trial s38: it led, and left 417 GiB).
+    full_ac_need: Callable[[], float | None] = lambda: None
+    # The World on which full recomputation with that cp runs and fits (review52: only these GPUs were
+    # tried; buyer trial s45: at a million tokens neither fixed it alone, and together, cp 16, they did).
+    full_ac_cp_world: Callable[[int], World | None] = _none
+    # Whether an FSDP group of (dp_shard, dp_replicate) on that many GPUs fits (review s39: under a
+    # pipeline the gradients stay unsharded, and the group the states' split named did not fit).
+    group_fits: Callable[[int, int, int], bool] = lambda dp_shard, dp_replicate, gpus: True
+    # Whether a smaller micro-batch, the batch kept by more accumulation, is a fix (a stack that holds
+    # whole gradients while it accumulates adds them: ``FitCheck.micro_batch_fits``).
+    micro_batch_fits: Callable[[], bool] = lambda: True
+
+
 def memory_fix_hint(
     need_gib: float,
     usable_gib: float,
@@ -46,18 +83,12 @@ def memory_fix_hint(
     model: ModelSpec,
     *,
     gpus_per_node: int,
-    tp_world: Callable[[int], World | None],
-    pp_world: Callable[[int], tuple[int, World] | None] = lambda pp: None,
-    cp_world: Callable[[int], World | None] = lambda cp: None,
+    probes: FixProbes = FixProbes(),
     fsdp_runs: bool = True,
     offload_frees_gib: float = 0.0,
-    full_ac_need: Callable[[], float | None] = lambda: None,
-    full_ac_cp_world: Callable[[int], World | None] = lambda cp: None,
-    group_fits: Callable[[int, int, int], bool] = lambda dp_shard, dp_replicate, gpus: True,
     optimizer_fix: FixCode | None = None,
     compile_fits: bool = False,
     host_holds: bool = True,
-    micro_batch_fits: Callable[[], bool] = lambda: True,
 ) -> tuple[FixHint, ...]:
     """Next steps relative to the layout already in use. The FSDP and tp degrees named are the
     smallest that remove the excess alone (unsharded states over a quarter of the need: FSDP is
@@ -69,26 +100,24 @@ def memory_fix_hint(
     the host holds the offloaded states as they are; where it does not, a fix that shrinks only the
     device's activations (checkpointing, a smaller micro-batch) is none, and with no other the host's
     own is named (s53: "enable full activation checkpointing" was named for llama3-70b offloaded at
-    dp_shard 2 x 8 replicas, which then overflowed the host). The other arguments are described on
-    the phase that reads them."""
+    dp_shard 2 x 8 replicas, which then overflowed the host). ``probes``: what the memory model says
+    of each fix (``FixProbes``); the other arguments are described on the phase that reads them."""
     excess = need_gib - usable_gib
     hints = _hints_at_these_degrees(
-        need_gib, excess, terms, layout, training, fsdp_runs, group_fits, optimizer_fix, compile_fits, offload_frees_gib
-    )
-    activation, partial = _activation_hints(
         need_gib,
-        usable_gib,
         excess,
         terms,
         layout,
         training,
-        cp_world,
-        full_ac_need,
-        full_ac_cp_world,
-        micro_batch_fits,
+        fsdp_runs,
+        probes.group_fits,
+        optimizer_fix,
+        compile_fits,
+        offload_frees_gib,
     )
+    activation, partial = _activation_hints(need_gib, usable_gib, excess, terms, layout, training, probes)
     hints += activation
-    hints += _split_hint(need_gib, excess, terms, layout, training, model, gpus_per_node, tp_world, pp_world)
+    hints += _split_hint(need_gib, excess, terms, layout, training, model, gpus_per_node, probes)
     if not host_holds:  # the degrees, groups and formats are judged device and host; these device only
         hints, partial = [h for h in hints if h.code not in DEVICE_ONLY_FIXES], []
     fallback = FixCode.BIGGER_GPU if host_holds else FixCode.HOST_OFFLOAD
@@ -155,43 +184,29 @@ def _activation_hints(
     terms: MemoryTerms,
     layout: Layout,
     training: TrainingConfig,
-    cp_world: Callable[[int], World | None],
-    full_ac_need: Callable[[], float | None],
-    full_ac_cp_world: Callable[[int], World | None],
-    micro_batch_fits: Callable[[], bool],
+    probes: FixProbes,
 ) -> tuple[list[FixHint], list[FixHint]]:
     """The fixes that shrink the activations: full recomputation (with a wider cp where it needs
-    one), a smaller micro-batch, a wider cp; and checkpointing that does not close the gap alone,
-    said last. ``full_ac_need``: the GiB the same layout needs with full recomputation (None: not
-    known), so checkpointing that does not close the gap alone is said after the fixes that do
-    (trial s38: at a million tokens it led, and left 417 GiB to find); ``full_ac_cp_world(cp)``:
-    the ``World`` on which full recomputation with that context-parallel degree runs and fits by the
-    memory model, as ``cp_world`` (review52: only these GPUs were tried, so mixtral at 64K on 8
-    GPUs was told no one change fits where both with cp 2 fit on 16); None where on none
-    (buyer trial s45: at a million tokens neither fixed it alone, and together, cp 16, they did, but
-    the answer named neither cp nor the pair); ``cp_world``: the ``World`` on which a wider
-    context-parallel degree runs and fits, as ``tp_world`` (``_split_hint``; trial s34: at a million
-    tokens the fixes went from checkpointing to tp to pp, which the schedule then refused, never to
-    cp; review s34: the 1/cp split alone named a cp that did not fit); ``micro_batch_fits``: whether
-    a smaller micro-batch, the batch kept by more accumulation, is a fix (``FitCheck.micro_batch_fits``:
-    a stack that holds whole gradients while it accumulates adds them)."""
+    one, ``probes.full_ac_cp_world``), a smaller micro-batch (``probes.micro_batch_fits``), a wider
+    cp (``probes.cp_world``); and checkpointing that does not close the gap alone, said last
+    (``probes.full_ac_need``)."""
     # context parallelism splits each sequence: its activations and its loss, 1/cp per rank; on more
     # GPUs the FSDP group grows with cp and shards the states too (review52 M6: llama3-8b at 128K on 1
     # GPU was told no one change fits, where cp 16 on 16 GPUs did): the bound that prunes the degrees
     # tried counts every term but misc, the memory model (``cp_world``) says which fits
     splittable = _in_need(terms.total - terms.misc, need_gib, terms)
-    full, partial = _recompute_hints(training, terms, usable_gib, full_ac_need)
+    full, partial = _recompute_hints(training, terms, usable_gib, probes.full_ac_need)
 
     def cp_named(c: int) -> bool:  # a degree the search runs at this sequence (trial s47 L3: cp=16 at 4K)
         return c <= MAX_CP_FIX and cp_pays(training.seq_len, c)
 
     if partial:  # checkpointing alone leaves some to find: with a wider cp too, where that fits
-        both = _full_ac_cp_hint(layout, lambda c: full_ac_cp_world(c) if cp_named(c) else None)
+        both = _full_ac_cp_hint(layout, lambda c: probes.full_ac_cp_world(c) if cp_named(c) else None)
         full, partial = ([both], []) if both is not None else (full, partial)
     hints = [*full]
-    if training.micro_batch > 1 and micro_batch_fits():
+    if training.micro_batch > 1 and probes.micro_batch_fits():
         hints.append(FixHint(code=FixCode.MICRO_BATCH, figures={"micro_batch": training.micro_batch}))
-    cp = _smallest_degree(layout.cp, splittable, excess, lambda c: cp_world(c) if cp_named(c) else None)
+    cp = _smallest_degree(layout.cp, splittable, excess, lambda c: probes.cp_world(c) if cp_named(c) else None)
     if cp is not None:
         hints.append(_degree_hint(layout, "cp", *cp, FixCode.CP, FixCode.CP_MORE_GPUS))
     return hints, partial
@@ -205,21 +220,15 @@ def _split_hint(
     training: TrainingConfig,
     model: ModelSpec,
     gpus_per_node: int,
-    tp_world: Callable[[int], World | None],
-    pp_world: Callable[[int], tuple[int, World] | None],
+    probes: FixProbes,
 ) -> list[FixHint]:
     """The smallest wider tp that removes the excess alone (tensor parallelism splits nearly every
-    term), else more pipeline stages; none where neither runs. ``tp_world``: the ``World`` (GPUs and
-    replicas) on which a tp degree runs by the estimate's own rules and fits by the memory model,
-    None where on none (a fix it would then refuse is none: trial s24, tp=4 offered for Nemotron on
-    HF's modules; trial s52: tp=2, 4, 8 each named on the same GPUs, where the data-parallel group
-    shrinks as tp grows and none fitted); ``pp_world``: the fewest stages from twice ``pp`` on that
-    run and fit, with their ``World`` (trial s31: pp > 1 offered under hf-trainer, which has no
-    pipeline engine; trial s52: named where it needed more GPUs, unsaid)."""
+    term; ``probes.tp_world``), else more pipeline stages (``probes.pp_world``); none where neither
+    runs."""
     native_moe = model.is_moe and training.impl == Implementation.NATIVE  # its blocks take no tp (structure.py)
 
     def tp_fits(t: int) -> World | None:
-        return tp_world(t) if not native_moe and t <= gpus_per_node and model.num_heads % t == 0 else None
+        return probes.tp_world(t) if not native_moe and t <= gpus_per_node and model.num_heads % t == 0 else None
 
     tp = _smallest_degree(layout.tp, need_gib - terms.misc, excess, tp_fits)
     if tp is not None:
@@ -228,7 +237,7 @@ def _split_hint(
     # batches of 1/pp of the layers in flight on the first stage (buyer trial s45 L2: at a million
     # tokens pp 8 was offered first and still needed 430 GiB); so only where those could close the gap
     split = _in_need(terms.states + terms.unsharded_params, need_gib, terms)
-    if layout.pp < model.num_layers and split > excess and (pp := pp_world(2 * layout.pp)) is not None:
+    if layout.pp < model.num_layers and split > excess and (pp := probes.pp_world(2 * layout.pp)) is not None:
         stages, world = pp
         folded = _replica_figures(layout, world, layout.non_dp // layout.pp * stages)
         more = {"gpus": world.gpus} if world.gpus != layout.world_size else {}
