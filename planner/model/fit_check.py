@@ -37,13 +37,16 @@ def wider_worlds(num_gpus: int, layout: Layout, degree: str, value: int) -> tupl
     (where the degrees divide them), else as many more as keep the data-parallel degree (trial s52:
     on the same GPUs the FSDP group shrinks as tp grows, so tp 2, 4 and 8 were each named and none
     fitted, where tp 2 on twice the GPUs did); on each, the layout's replicas kept
-    (``kept_replicas``), then every replica folded into the FSDP group (s54: only the fold was
-    tried, and unsaid, for 16 replicas with which tp 8 did not divide the 64 GPUs). The GPUs come
-    first: with replicas kept on more GPUs first, llama3-70b at dp_shard 32 x 2 replicas was sent
-    from 64 GPUs to 512 for a tp 8 that fits on the 64 with the 2 folded."""
+    (``kept_replicas``), then halved until every replica is folded into the FSDP group (s54: only
+    the whole fold was tried, and unsaid, for 16 replicas with which tp 8 did not divide the 64 GPUs;
+    review54 L3: the whole fold was named where 2 of the 16 kept fit, and HSDP keeps replicas for
+    the traffic between nodes). The GPUs come first: with replicas kept on more GPUs first,
+    llama3-70b at dp_shard 32 x 2 replicas was sent from 64 GPUs to 512 for a tp 8 that fits on the
+    64 with the 2 folded."""
     more = num_gpus // getattr(layout, degree) * value
     kept = kept_replicas(layout)
-    return tuple(dict.fromkeys(World(gpus, r) for gpus in (num_gpus, more) for r in (kept, 1)))
+    replicas = [kept // 2**j for j in range(kept.bit_length()) if kept % 2**j == 0] + [1]
+    return tuple(dict.fromkeys(World(gpus, r) for gpus in (num_gpus, more) for r in replicas))
 
 
 def offload_frees_gib(terms: MemoryTerms, layout: Layout, s: ModelingSettings) -> float:

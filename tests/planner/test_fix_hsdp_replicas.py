@@ -15,7 +15,7 @@ from planner.model.estimate import estimate
 from planner.plan import FixHint
 
 CATALOG = load_catalog()
-FOLDED = " with dp_replicate=1 (now {now}) and dp_shard={shard} (now {shard_now})"
+FOLDED = " with dp_replicate={r} (now {now}) and dp_shard={shard} (now {shard_now})"
 # The degree each widening fix names, and whether it recomputes every layer with it.
 NAMED = {
     FixCode.TP: ("tp", False),
@@ -54,12 +54,14 @@ def test_the_repros_fixes_name_the_fold_they_need_and_fit_as_said():
     assert not e.feasible
     assert e.fix == (
         "enable full activation checkpointing and split each sequence over cp=2 ranks (context parallelism, now 1)"
-        + FOLDED.format(now=16, shard=32, shard_now=4)
+        + FOLDED.format(r=2, now=16, shard=16, shard_now=4)
         + "; or use tp=8 (now 1)"
-        + FOLDED.format(now=16, shard=8, shard_now=4)
+        + FOLDED.format(r=1, now=16, shard=8, shard_now=4)
     )
     for hint in e.fix_hints:
-        assert hint.figures["dp_replicate"] == 1 and hint.figures["dp_replicate_now"] == 16
+        # as many replicas kept as fit (review54 L3: the cp fix fits with 2 of the 16, tp 8 with none)
+        assert hint.figures["dp_replicate"] == {FixCode.FULL_AC_CP: 2, FixCode.TP: 1}[hint.code]
+        assert hint.figures["dp_replicate_now"] == 16
         assert _as_named("llama3-70b", 64, layout, 8192, hint).feasible, hint
     # as they were said, with the 16 replicas kept: tp 8 does not divide the GPUs, cp 2 does not fit
     with pytest.raises(ValueError, match="not divisible"):
@@ -73,7 +75,7 @@ def test_a_pipeline_fix_that_folds_the_replicas_says_so():
     e = _est("llama3-70b", 32, layout, 4096)
     (pp,) = [h for h in e.fix_hints if h.code == FixCode.PP_MORE_GPUS]
     assert pp.text() == "split the layers over pp=2 pipeline stages (now 1) on 64 GPUs" + FOLDED.format(
-        now=4, shard=4, shard_now=1
+        r=1, now=4, shard=4, shard_now=1
     )
     assert _as_named("llama3-70b", 32, layout, 4096, pp).feasible
 
@@ -84,7 +86,7 @@ def test_a_pipeline_fix_that_folds_the_replicas_on_these_gpus_names_its_stages()
     layout = Layout(tp=8, pp=2, dp_replicate=4, sharding=Sharding.FSDP)
     e = _est("llama3-70b", 64, layout, 4096, grad_accum=256)
     (pp,) = [h for h in e.fix_hints if h.code == FixCode.PP_STAGES]
-    folded = FOLDED.format(now=4, shard=2, shard_now=1)
+    folded = FOLDED.format(r=2, now=4, shard=1, shard_now=1)  # 2 of the 4 replicas kept (review54 L3)
     assert pp.text() == "split the layers over pp=4 pipeline stages (now 2)" + folded
     assert pp.text() in (e.fix or "").split("; or ")
     assert _as_named("llama3-70b", 64, layout, 4096, pp).feasible
@@ -114,7 +116,7 @@ def test_the_replicas_words_follow_the_fix_and_only_where_named():
         code=FixCode.TP,
         figures={"tp": 8, "now": 1, "dp_replicate": 1, "dp_replicate_now": 16, "group_dp_shard": 8, "dp_shard_now": 4},
     )
-    assert folded.text() == "use tp=8 (now 1)" + FOLDED.format(now=16, shard=8, shard_now=4)
+    assert folded.text() == "use tp=8 (now 1)" + FOLDED.format(r=1, now=16, shard=8, shard_now=4)
 
 
 def test_an_fsdp_group_fix_names_the_replicas_it_leaves_and_fits_as_said():

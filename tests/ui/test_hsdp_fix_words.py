@@ -47,12 +47,12 @@ def test_the_replicas_words_in_chinese():
     training = TrainingConfig(seq_len=8192, micro_batch=1, grad_accum=8)
     e = estimate(get_preset("llama3-70b"), "h100-sxm", layout, training, num_gpus=64, catalog=load_catalog())
 
-    def folded(shard: int) -> str:
-        return f"，并设副本数 dp_replicate=1（当前 16）、分片组大小 dp_shard={shard}（当前 4）"
+    def folded(replicas: int, shard: int) -> str:
+        return f"，并设副本数 dp_replicate={replicas}（当前 16）、分片组大小 dp_shard={shard}（当前 4）"
 
     assert fix_text(ZH, e.fix_hints) == (
-        f"开启完整的激活重计算，并把每条序列切分到 cp=2 个 rank 上（上下文并行，当前 1）{folded(32)}"
-        f"；或者使用 tp=8（当前 1）{folded(8)}"
+        f"开启完整的激活重计算，并把每条序列切分到 cp=2 个 rank 上（上下文并行，当前 1）{folded(2, 16)}"
+        f"；或者使用 tp=8（当前 1）{folded(1, 8)}"
     )
     assert not english_sentences(fix_text(ZH, e.fix_hints))
     assert fix_text(EN, e.fix_hints) == e.fix
