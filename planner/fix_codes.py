@@ -81,12 +81,13 @@ FIX_TEMPLATES: dict[FixCode, str] = {
 }
 FIX_JOIN = "; or "
 
-# A tp, cp or pp fix that runs with other data-parallel replicas than the layout's names them in this
-# figure (and the layout's in ``dp_replicate_now``): planner/model/memory_fixes.py ``_replica_figures``.
+# A tp, cp, pp or FSDP-group fix that runs with other data-parallel replicas than the layout's names
+# them in this figure (and the layout's in ``dp_replicate_now``): planner/model/memory_fixes.py
+# ``_replica_figures``.
 REPLICAS_FIGURE = "dp_replicate"
 # Said after such a fix's own words (``with_replicas``): the replicas and the group it runs with (a tp,
-# cp or pp fix folds every replica into the group, FitCheck.fitting_world; an FSDP-group fix as many
-# as make the group, ``_sharding_hints``).
+# cp or pp fix keeps as many as fit, FitCheck.fitting_world; an FSDP-group fix folds as many as make
+# the group, ``_sharding_hints``).
 FIX_REPLICAS = (
     " with dp_replicate={dp_replicate} (now {dp_replicate_now}) and dp_shard={group_dp_shard} (now {dp_shard_now})"
 )

@@ -909,7 +909,7 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
         " (“bf16 gradients” and “Precision-aware optimizer”)",
         "把 Megatron 的梯度缓冲区改为 bf16，主权重只保存 16 位余数（bf16 梯度、精度感知优化器）",
     ),
-    # planner/fix_codes.py with_replicas: after a tp, cp or pp fix that folds the replicas into the FSDP group
+    # planner/fix_codes.py with_replicas: after a fix that folds replicas into the FSDP group
     "fix_replicas": (
         FIX_REPLICAS,
         "，并设副本数 dp_replicate={dp_replicate}（当前 {dp_replicate_now}）、分片组大小 dp_shard={group_dp_shard}"

@@ -24,8 +24,8 @@ from planner.plan import FixHint
 
 class World(NamedTuple):
     """Where a wider tp, cp or pp runs and fits (``FitCheck.fitting_world``): its GPUs and the
-    data-parallel replicas it keeps (``dp_replicate``; ``kept_replicas`` of the layout, or 1 where
-    they are folded into one FSDP group)."""
+    data-parallel replicas it keeps (``dp_replicate``: ``kept_replicas`` of the layout, or fewer,
+    the rest folded into the FSDP group: ``fit_check.wider_worlds``)."""
 
     gpus: int
     dp_replicate: int
