@@ -85,16 +85,26 @@ FIX_JOIN = "; or "
 # them in this figure (and the layout's in ``dp_replicate_now``): planner/model/memory_fixes.py
 # ``_replica_figures``.
 REPLICAS_FIGURE = "dp_replicate"
+# A fix on an HSDP layout that keeps its replicas but not its FSDP group names the group in this
+# figure (and the layout's in ``dp_shard_now``): the user's --dp-shard, typed again beside the new
+# degree, would be refused (s55: "split each sequence over cp=2 ranks" on dp_shard 32 x 2 replicas
+# of 64 GPUs, where cp 2 keeps the 2 replicas with dp_shard 16).
+GROUP_FIGURE = "group_dp_shard"
 # Said after such a fix's own words (``with_replicas``): the replicas and the group it runs with (a tp,
 # cp or pp fix keeps as many as fit, FitCheck.fitting_world; an FSDP-group fix folds as many as make
 # the group, ``_sharding_hints``).
 FIX_REPLICAS = (
     " with dp_replicate={dp_replicate} (now {dp_replicate_now}) and dp_shard={group_dp_shard} (now {dp_shard_now})"
 )
+# Said after a fix that keeps the replicas and changes the FSDP group (``GROUP_FIGURE``).
+FIX_DP_SHARD = " with dp_shard={group_dp_shard} (now {dp_shard_now})"
 
 
-def with_replicas(words: str, figures: Mapping[str, object], replicas: Callable[[], str]) -> str:
-    """A fix's ``words``, and after them the replicas it runs with where its ``figures`` name them
-    (``REPLICAS_FIGURE``): ``replicas()`` words them, FIX_REPLICAS or the app's label of it (s54:
-    "use tp=8 (now 1)" was named for a layout of 16 replicas where tp 8 runs only without them)."""
-    return words + replicas() if REPLICAS_FIGURE in figures else words
+def with_replicas(words: str, figures: Mapping[str, object], said: Callable[[str], str]) -> str:
+    """A fix's ``words``, and after them the replicas and FSDP group it runs with where its
+    ``figures`` name them: ``said(template)`` words FIX_REPLICAS or FIX_DP_SHARD (the English
+    template, or the app's label of it). s54: "use tp=8 (now 1)" was named for a layout of 16
+    replicas where tp 8 runs only without them."""
+    if REPLICAS_FIGURE in figures:
+        return words + said(FIX_REPLICAS)
+    return words + said(FIX_DP_SHARD) if GROUP_FIGURE in figures else words

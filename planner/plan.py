@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 from planner.catalog.prices import PriceBasis, PriceKind, PriceOffer, billed_gpus
 from planner.catalog.terms import TermBilling, rebilled
 from planner.estimate_parts import GoodputEstimate, MemoryEstimate, ThroughputEstimate, TimeEstimate
-from planner.fix_codes import FIX_JOIN, FIX_REPLICAS, FIX_TEMPLATES, FixCode, with_replicas
+from planner.fix_codes import FIX_JOIN, FIX_TEMPLATES, FixCode, with_replicas
 from planner.fmt import one_line, printable
 from planner.frozen import FROZEN
 from planner.layout import (
@@ -122,7 +122,7 @@ class FixHint(BaseModel):
 
     def text(self) -> str:
         words = FIX_TEMPLATES[self.code].format(**self.figures)
-        return with_replicas(words, self.figures, lambda: FIX_REPLICAS.format(**self.figures))
+        return with_replicas(words, self.figures, lambda template: template.format(**self.figures))
 
     @staticmethod
     def joined(hints: Sequence[FixHint]) -> str:

@@ -9,7 +9,7 @@ typed fields' names (``InfeasiblePlan.required``/``available``, ``Note.values``)
 from __future__ import annotations
 
 from planner.api.batch_notices import BATCH_BEYOND_PUBLISHED_WORDS
-from planner.fix_codes import FIX_REPLICAS
+from planner.fix_codes import FIX_DP_SHARD, FIX_REPLICAS
 
 MESSAGE_LABELS: dict[str, tuple[str, str]] = {
     "infeasible": (
@@ -915,6 +915,8 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
         "，并设副本数 dp_replicate={dp_replicate}（当前 {dp_replicate_now}）、分片组大小 dp_shard={group_dp_shard}"
         "（当前 {dp_shard_now}）",
     ),
+    # ... and after one that keeps the replicas and changes the FSDP group
+    "fix_dp_shard": (FIX_DP_SHARD, "，并设分片组大小 dp_shard={group_dp_shard}（当前 {dp_shard_now}）"),
     "fix_join": ("; or ", "；或者"),
     "ex_over_memory_try": (
         "Does not fit: {need:,.1f} GiB per GPU (reserved + CUDA context), {usable:,.1f} GiB usable. Try: {fix}.",

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from planner.errors import RuleCode, rule_violation
-from planner.fix_codes import FixCode, with_replicas
+from planner.fix_codes import FIX_DP_SHARD, FIX_REPLICAS, FixCode, with_replicas
 from planner.fmt import one_line
 from planner.plan import FixHint
 from ui.i18n import Labels
@@ -215,8 +215,9 @@ ALL_REASONS = (MODEL_REASONS, LAYOUT_REASONS, CALIBRATION_REASONS, CONFIG_REASON
 
 # The next steps of an estimate that does not fit (``Estimate.fix_hints``), by code.
 FIX_LABELS: Mapping[FixCode, str] = {code: f"fix_{code.value}" for code in FixCode}
-# The replicas a fix runs with, said after its words where they are not the layout's (``with_replicas``).
-FIX_REPLICAS_LABEL = "fix_replicas"
+# The replicas or FSDP group a fix runs with, said after its words where they are not the layout's
+# (``with_replicas``), by the English template they word.
+FIX_GROUP_LABELS: Mapping[str, str] = {FIX_REPLICAS: "fix_replicas", FIX_DP_SHARD: "fix_dp_shard"}
 
 
 def fix_text(tr: Labels, hints: Sequence[FixHint]) -> str:
@@ -230,7 +231,7 @@ def _fix_words(tr: Labels, hint: FixHint) -> str:
     if tr.lang == "en" and "--" not in hint.text():
         return hint.text()
     words = tr(FIX_LABELS[hint.code], **hint.figures)
-    return with_replicas(words, hint.figures, lambda: tr(FIX_REPLICAS_LABEL, **hint.figures))
+    return with_replicas(words, hint.figures, lambda template: tr(FIX_GROUP_LABELS[template], **hint.figures))
 
 
 def config_reason_text(tr: Labels, refused: Refusal) -> str:

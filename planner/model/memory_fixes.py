@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from planner.estimate_parts import MemoryTerms
-from planner.fix_codes import REPLICAS_FIGURE, FixCode
+from planner.fix_codes import GROUP_FIGURE, REPLICAS_FIGURE, FixCode
 from planner.layout import (
     Implementation,
     Layout,
@@ -354,13 +354,12 @@ def _replica_figures(layout: Layout, world: World, non_dp: int) -> dict[str, int
     say so (planner/fix_codes.py ``with_replicas``; s54: "use tp=8 (now 1)" was named for
     llama3-70b at dp_shard 4 x 16 replicas on 64 GPUs, where tp 8 does not divide 64 with the 16
     kept, and fitted only with every replica folded into the FSDP group; the user's --dp-shard 4,
-    kept, was then refused)."""
-    if world.dp_replicate == kept_replicas(layout):
-        return {}
+    kept, was then refused). Where it keeps an HSDP layout's replicas but not its group, the group
+    alone (s55)."""
     group = world.gpus // (non_dp * world.dp_replicate)
-    return {
-        REPLICAS_FIGURE: world.dp_replicate,
-        "dp_replicate_now": layout.dp_replicate,
-        "group_dp_shard": group,
-        "dp_shard_now": layout.dp_shard,
-    }
+    shard: dict[str, int | float | str] = {GROUP_FIGURE: group, "dp_shard_now": layout.dp_shard}
+    if world.dp_replicate != kept_replicas(layout):
+        return {REPLICAS_FIGURE: world.dp_replicate, "dp_replicate_now": layout.dp_replicate} | shard
+    # Replicas kept, the FSDP group not: an HSDP user's --dp-shard, kept, would be refused (s55).
+    hsdp = layout.sharding != Sharding.NONE and layout.dp_replicate > 1
+    return shard if hsdp and group != layout.dp_shard else {}

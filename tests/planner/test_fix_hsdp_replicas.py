@@ -35,13 +35,14 @@ def _est(model: str, num_gpus: int, layout: Layout, seq_len: int, **training):
 
 
 def _as_named(model: str, num_gpus: int, layout: Layout, seq_len: int, hint: FixHint):
-    """The estimate of ``layout`` changed as ``hint`` says: its degree, its GPUs, its replicas (the
-    layout's unless it names others), the rest of the GPUs in the FSDP group (dp_shard -1)."""
+    """The estimate of ``layout`` changed as ``hint`` says: its degree, its GPUs, its replicas and its
+    FSDP group (the layout's unless it names others: what a user types beside the named flags)."""
     degree, full_ac = NAMED[hint.code]
     value = int(hint.figures["stages" if degree == "pp" else degree])
     replicas = int(hint.figures.get("dp_replicate", layout.dp_replicate))
-    # the FSDP group as named (the user's --dp-shard, kept, would be refused), else the rest of the GPUs
-    shard = int(hint.figures.get("group_dp_shard", -1))
+    # the FSDP group as named, else the user's --dp-shard kept (s55: a cp fix that kept the replicas and
+    # changed the group said nothing of it, and the user's flag, typed again, was refused)
+    shard = int(hint.figures.get("group_dp_shard", layout.dp_shard))
     named = layout.model_copy(update={degree: value, "dp_replicate": replicas, "dp_shard": shard})
     training = {"activation_checkpointing": "full"} if full_ac else {}
     training |= {"grad_accum": value} if degree == "pp" else {}
@@ -93,20 +94,37 @@ def test_a_pipeline_fix_that_folds_the_replicas_on_these_gpus_names_its_stages()
 
 
 @pytest.mark.parametrize(
-    "model, num_gpus, shard, replicas, seq_len, code",
+    "model, num_gpus, shard, replicas, seq_len, code, group",
     [
-        ("llama3-8b", 16, 8, 2, 32768, FixCode.CP),  # cp 4 on these GPUs, dp_shard 2 x the 2 replicas
-        ("llama3-70b", 16, 8, 2, 4096, FixCode.TP_MORE_GPUS),  # tp 4 on 64 GPUs, dp_shard 8 x the 2
-        ("mixtral-8x7b", 16, 8, 2, 16384, FixCode.CP_MORE_GPUS),  # cp 4 on 64 GPUs
+        ("llama3-8b", 16, 8, 2, 32768, FixCode.CP, 2),  # cp 4 on these GPUs, dp_shard 2 x the 2 replicas
+        ("llama3-70b", 16, 8, 2, 4096, FixCode.TP_MORE_GPUS, None),  # tp 4 on 64 GPUs, dp_shard 8 x the 2
+        ("mixtral-8x7b", 16, 8, 2, 16384, FixCode.CP_MORE_GPUS, None),  # cp 4 on 64 GPUs
     ],
 )
-def test_replicas_that_can_stay_are_kept_and_nothing_new_is_said(model, num_gpus, shard, replicas, seq_len, code):
+def test_replicas_that_can_stay_are_kept_and_a_changed_group_is_named(
+    model, num_gpus, shard, replicas, seq_len, code, group
+):
     layout = Layout(dp_shard=shard, dp_replicate=replicas, sharding=Sharding.FSDP)
     e = _est(model, num_gpus, layout, seq_len)
     (hint,) = [h for h in e.fix_hints if h.code == code]
     assert "dp_replicate" not in hint.figures and "dp_replicate" not in hint.text()
+    # s55: the group is named where it changes (on these GPUs), and only there
+    assert hint.text().endswith(f" with dp_shard={group} (now {shard})") == (group is not None)
     assert hint.text() in (e.fix or "").split("; or ")
     assert _as_named(model, num_gpus, layout, seq_len, hint).feasible
+
+
+def test_the_repro_cp_fix_that_keeps_the_replicas_names_its_group():
+    """s55: on dp_shard 32 x 2 replicas of 64 H100, "split each sequence over cp=2 ranks" kept the 2
+    replicas with dp_shard 16, unsaid: --cp 2 beside the user's --dp-shard 32 was refused."""
+    layout = Layout(dp_shard=32, dp_replicate=2, sharding=Sharding.FSDP)
+    e = _est("llama3-70b", 64, layout, 32768, activation_checkpointing="full")
+    (cp,) = [h for h in e.fix_hints if h.code == FixCode.CP]
+    assert cp.text() == "split each sequence over cp=2 ranks (context parallelism, now 1) with dp_shard=16 (now 32)"
+    named = layout.model_copy(update={"cp": 2, "dp_shard": 16})
+    assert _est("llama3-70b", 64, named, 32768, activation_checkpointing="full").feasible
+    with pytest.raises(ValueError, match="degrees multiply"):
+        _est("llama3-70b", 64, layout.model_copy(update={"cp": 2}), 32768, activation_checkpointing="full")
 
 
 def test_the_replicas_words_follow_the_fix_and_only_where_named():
@@ -117,6 +135,10 @@ def test_the_replicas_words_follow_the_fix_and_only_where_named():
         figures={"tp": 8, "now": 1, "dp_replicate": 1, "dp_replicate_now": 16, "group_dp_shard": 8, "dp_shard_now": 4},
     )
     assert folded.text() == "use tp=8 (now 1)" + FOLDED.format(r=1, now=16, shard=8, shard_now=4)
+    grouped = FixHint(code=FixCode.CP, figures={"cp": 2, "now": 1, "group_dp_shard": 16, "dp_shard_now": 32})
+    assert (
+        grouped.text() == "split each sequence over cp=2 ranks (context parallelism, now 1) with dp_shard=16 (now 32)"
+    )
 
 
 def test_an_fsdp_group_fix_names_the_replicas_it_leaves_and_fits_as_said():

@@ -58,3 +58,25 @@ def test_the_replicas_words_in_chinese():
     assert fix_text(EN, e.fix_hints) == e.fix
     # no replicas named, no words of them (the labels of layouts without HSDP as they were)
     assert fix_text(ZH, [FixHint(code=FixCode.TP, figures={"tp": 8, "now": 1})]) == "使用 tp=8（当前 1）"
+
+
+def test_a_fix_that_keeps_the_replicas_names_its_group_on_the_cli_and_in_chinese(capsys):
+    """s55: "split each sequence over cp=2 ranks" on dp_shard 32 x 2 replicas kept the replicas with
+    dp_shard 16, unsaid; --cp 2 beside the user's --dp-shard 32 was refused. Now the group is named,
+    and the flags as named run and fit."""
+    flags = ["--dp-shard", "32", "--dp-replicate", "2", "--ac", "full", "--seq-len", "32768", "--json"]
+    assert main([*BASE, *flags]) == 0
+    data = json.loads(capsys.readouterr().out)
+    cp = re.search(
+        r"split each sequence over cp=(\d+) ranks \(context parallelism, now 1\) with dp_shard=(\d+) \(now 32\)",
+        data["fix"],
+    )
+    assert cp, data["fix"]
+    named = ["--dp-shard", cp[2], "--dp-replicate", "2", "--ac", "full", "--seq-len", "32768", "--cp", cp[1], "--json"]
+    assert main([*BASE, *named]) == 0
+    assert json.loads(capsys.readouterr().out)["feasible"]
+    hint = FixHint(code=FixCode.CP, figures={"cp": 2, "now": 1, "group_dp_shard": 16, "dp_shard_now": 32})
+    assert (
+        fix_text(ZH, [hint])
+        == "把每条序列切分到 cp=2 个 rank 上（上下文并行，当前 1），并设分片组大小 dp_shard=16（当前 32）"
+    )
