@@ -41,10 +41,16 @@ def _gpus(c: WholeRunComparison) -> str:
     return f"{c.run.num_gpus:,} x {c.run.recipe.gpu}{' (assumed)' if assumed else ''}"
 
 
+def _error(c: WholeRunComparison) -> str:
+    """The error at the source's figure, and at the ends of the range the source allows where it allows one."""
+    span = c.error_range
+    return f"{100 * c.error:+.1f}" + ("" if span is None else f" ({100 * span[0]:+.1f} to {100 * span[1]:+.1f})")
+
+
 def results_table(comparisons: list[WholeRunComparison]) -> str:
     lines = [
-        "| run | GPUs | tokens | layout (published / searched) | compared | reported GPU-h | predicted GPU-h | error % "
-        "| in 80 % band? | goodput % | losses' share |",
+        "| run | GPUs | tokens | layout (published / searched) | compared | reported GPU-h | predicted GPU-h "
+        "| error % (at the source's range) | in 80 % band? | goodput % | losses' share |",
         "|---|---|---:|---|---|---:|---:|---:|---|---:|---:|",
     ]
     for c in comparisons:
@@ -52,7 +58,7 @@ def results_table(comparisons: list[WholeRunComparison]) -> str:
         basis = "step model" if c.run.recipe.basis == Basis.STEP else "wall time"
         lines.append(
             f"| {c.run.name} | {_gpus(c)} | {c.run.tokens / 1e12:.2f}T | {_layout(c)} | {basis} "
-            f"| {c.run.reported_gpu_hours:,.0f} | {c.predicted_gpu_hours:,.0f} | {100 * c.error:+.1f} "
+            f"| {c.run.reported_gpu_hours:,.0f} | {c.predicted_gpu_hours:,.0f} | {_error(c)} "
             f"| {'yes' if c.in_band else 'no'} ({_hours(lo)}-{_hours(hi)}) "
             f"| {100 * c.prediction.goodput.goodput_fraction:.1f} | {100 * c.losses.total:.1f} % |"
         )
@@ -139,6 +145,16 @@ def target_line(comparisons: list[WholeRunComparison]) -> str:
     )
 
 
+def ranges_line(comparisons: list[WholeRunComparison]) -> str:
+    """The rows whose source allows a range around its figure: scored at the figure, the range's errors beside."""
+    spans = [(c.run.name, c.error_range) for c in comparisons if c.error_range is not None]
+    ends = "; ".join(f"{name} {100 * lo:+.1f} % to {100 * hi:+.1f} %" for name, (lo, hi) in spans)
+    return (
+        f"- Scored at the figure each source states; where it allows a range (rounding, a quoted span of days), "
+        f"the error at the range's ends: {ends or 'none'}."
+    )
+
+
 def summary(comparisons: list[WholeRunComparison]) -> str:
     generations = list(dict.fromkeys(c.generation for c in comparisons))
     mixed = [g for g in generations if any(c.generation == g and not held_out(c) for c in comparisons)]
@@ -165,6 +181,7 @@ def summary(comparisons: list[WholeRunComparison]) -> str:
     worst = max(comparisons, key=lambda c: abs(c.error))
     lines.append(f"- Worst: {worst.run.name}, {100 * worst.error:+.1f} %.")
     lines.append(target_line(comparisons))
+    lines.append(ranges_line(comparisons))
     return "\n".join([_summary("Overall", comparisons), "", *lines])
 
 

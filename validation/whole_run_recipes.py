@@ -140,8 +140,18 @@ FALCON = (
     "FlashAttention, Dao et al. 2022, i.e. v1, which the catalog lacks); parallel attention/MLP blocks: one "
     "tensor-parallel reduction per block (the paper's sec. 4.3.4; modelled since session 39, looked for because the 180B "
     "missed: no longer a blind test of it), 7B's one norm per block counted as two; ffn 4d GeLU (DERIVED), no "
-    "linear biases; ZeRO stage not "
-    "stated: ZeRO-1; " + OPEN_AC + NO_RAMP
+    "linear biases; tied embeddings (sec. 5.2.1; since session 55, read because the 180B missed: the 180B had "
+    "been rebuilt untied, +0.001 %); ZeRO-1, as sec. 5.3.1's 4 + 16/DP bytes per parameter; no activation "
+    "checkpointing (sec. 5.3.2), the monolayer's recomputation of activations and layer norms ('no degradation "
+    "in throughput', sec. 5.3.3) timed as none (since session 55; it had been the fastest mode that fits: none, "
+    "the same); " + NO_RAMP
+)
+SMOLLM2 = (
+    "nanotron: the torchtitan profile with FlashAttention-2; DP over every GPU with ZeRO stage 0, TP 1, PP 1, "
+    "no recomputation, its micro-batch and one batch throughout, as the published nanotron config sets them "
+    "(smollm text/pretraining/smollm2); the card's H100 read as the HGX H100 SXM board on its default network; "
+    "the team's approximate GPU-hours read as GPUs x wall clock for all the card's tokens (whether the 8K "
+    "context extension is inside is not stated); added in session 55, predicted once (first scored)"
 )
 SMOLLM3 = (
     "nanotron: the torchtitan profile with FlashAttention-2; NoPE every 4th layer timed with RoPE; bf16 assumed; "
@@ -163,11 +173,13 @@ TRINITY = (
     "that fits; gated attention's gate projection (d -> heads x head_dim per layer, 1.13B parameters) timed "
     "since session 42 (the afmoe reader's attention_output_gate; 12.2B active without it, 13.4B with); NoPE "
     "global layers timed with RoPE; Muon "
-    "(Newton-Schulz on every hidden matrix) timed as AdamW; the 33 days are a secondary quotation of Arcee's "
-    "launch post, scope "
+    "(Newton-Schulz on every hidden matrix) timed as AdamW; the days are quoted from Arcee's launch post by "
+    "secondary copies only (the post's opening was read in session 55, not its days sentence): 30-33 days, "
+    "scored at 33, the wall clock most copies give; scope "
     "unstated (whether the report's collapsed 'first few runs' or the context extension, 117B tokens at 256K "
-    "with CP 4, are inside; neither is predicted); batch 12,288 x 8K sequences until 4.9T tokens, then 16,384: "
-    "the final one; " + NO_RAMP
+    "with CP 4, are inside; neither is predicted); the report's Sec 3.3: a PyTorch nightly searched for past a "
+    "B300 regression, a 2.11 nightly 'roughly a 5% speedup' later in the run, recurrent XID faults (none "
+    "modelled); batch 12,288 x 8K sequences until 4.9T tokens, then 16,384: the final one; " + NO_RAMP
 )
 LUCIE = (
     "Megatron-DeepSpeed (OpenLLM-France fork) with --use-flash-attn-v2: the Megatron-LM kernels with "
@@ -198,7 +210,28 @@ _ONLY = (ActivationCheckpointing.NONE,), (ActivationCheckpointing.FULL,)
 
 def _falcon(extra: str = "") -> Recipe:
     return Recipe(
-        GIGATRON, Basis.WALL, "a100-40gb-sxm", _FALCON, Sharding.ZERO1, assumptions=FALCON + extra, network=AWS_P4D_EFA
+        GIGATRON,
+        Basis.WALL,
+        "a100-40gb-sxm",
+        _FALCON,
+        Sharding.ZERO1,
+        recompute=_ONLY[0],
+        assumptions=FALCON + extra,
+        network=AWS_P4D_EFA,
+    )
+
+
+def _smollm2(micro_batch: int, gpus: int) -> Recipe:
+    return Recipe(
+        META,
+        Basis.WALL,
+        "h100-sxm",
+        _LLAMA,
+        Sharding.NONE,
+        (micro_batch,),
+        _ONLY[0],
+        replicas=gpus,
+        assumptions=SMOLLM2,
     )
 
 
@@ -246,10 +279,17 @@ RECIPES: dict[str, Recipe] = {
     ),
     "falcon-7b": _falcon(),
     "falcon-40b": _falcon(),
-    "falcon-180b": _falcon("4,096 GPUs throughout ('up to'); the 7M GPU-h has one significant digit, scope unstated; "),
+    "falcon-180b": _falcon(
+        "4,096 GPUs throughout (the paper's Table 1: 4,096; the card and blog: 'up to'; its sec. 5.2.2 grows the "
+        "cluster with the 100B-token batch warm-up, no timeline); the ~7,000,000 GPU-h (the HF blog co-signed by "
+        "Julien Launay of the paper's leadership; the paper states no hours) has one significant digit, 6.5M-7.5M, "
+        "scope unstated; "
+    ),
     "smollm3-3b": Recipe(
         META, Basis.WALL, "h100-sxm", _LLAMA, Sharding.NONE, (3,), _ONLY[0], replicas=192, assumptions=SMOLLM3
     ),
+    "smollm2-1.7b": _smollm2(4, 256),
+    "smollm2-135m": _smollm2(8, 64),
     "nemotron4-15b": Recipe(
         (Stack.MEGATRON_CORE, STACK_SETTINGS[Stack.MEGATRON_CORE]),
         Basis.STEP,

@@ -9,7 +9,9 @@ tokens / measured step throughput (LLaMA-1's Table 15: its 65B hours are 1.4T / 
 DeepSeek-V3's 180K GPU-h per trillion tokens x 14.8T) against tokens / the plan's tokens/s (the step
 model alone) x GPUs; ``WALL``, GPUs x wall clock, losses included (BLOOM's metered hours; wall-clock
 days; Llama 2's exact multiples of 2,048 GPU-hours; card and blog totals) against the plan's time to train
-(goodput: failures, checkpoints, restarts, ``run_losses``) x GPUs.
+(goodput: failures, checkpoints, restarts, ``run_losses``) x GPUs. A row is scored at the figure its
+source states; where the source allows a range around it (``reported_range``: a rounded figure, a
+quoted span of days) the error at the range's ends is shown beside it, never scored in its place.
 
 Every run is predicted with the settings profile of the stack that ran it, nothing tuned (``RECIPES``,
 validation/whole_run_recipes.py),
@@ -75,6 +77,8 @@ class WholeRun:
     reported_gpu_hours: float  # the source's, or its wall-clock days x 24 x GPUs
     variants: tuple[tuple[Layout, TrainingConfig], ...]
     measured_tokens_per_s_per_gpu: float | None  # the step speed the source states (or its MFU implies)
+    # GPU-hours at the ends of the range the source allows around its figure (None: it states one figure)
+    reported_range_gpu_hours: tuple[float, float] | None = None
 
     @property
     def stack(self) -> Stack:
@@ -172,6 +176,18 @@ def _measured_step(row: dict[str, str], model: ModelSpec, peak_bf16: float) -> f
     return None
 
 
+def _reported_range(row: dict[str, str], num_gpus: int, reported: float) -> tuple[float, float] | None:
+    """``reported_range`` ("low-high", in the unit of the reported figure: GPU-hours, else wall-clock
+    days) as GPU-hours: what a rounded or ambiguous source allows (Falcon-180B's "~7,000,000" to one
+    significant digit; Trinity Large's days, quoted as 30 to 33). The row is scored at its figure."""
+    if not row["reported_range"]:
+        return None
+    scale = 1.0 if row["reported_gpu_hours"] else 24.0 * num_gpus
+    low, high = (float(end) * scale for end in row["reported_range"].split("-"))
+    assert low <= reported <= high, f"{row['run_id']}: the reported figure lies outside its range"
+    return low, high
+
+
 def _run(row: dict[str, str], recipe: Recipe, catalog: Catalog) -> WholeRun:
     num_gpus = int(row["num_gpus"]) if row["num_gpus"] else recipe.assumed_gpus
     assert num_gpus is not None, f"{row['run_id']}: no GPU count and none assumed"
@@ -196,6 +212,7 @@ def _run(row: dict[str, str], recipe: Recipe, catalog: Catalog) -> WholeRun:
         reported_gpu_hours=reported,
         variants=variants,
         measured_tokens_per_s_per_gpu=_measured_step(row, model, peak),
+        reported_range_gpu_hours=_reported_range(row, num_gpus, reported),
     )
 
 
@@ -348,6 +365,14 @@ class WholeRunComparison:
     @property
     def error(self) -> float:
         return self.predicted_gpu_hours / self.run.reported_gpu_hours - 1
+
+    @property
+    def error_range(self) -> tuple[float, float] | None:
+        """The error at the two ends of the range the source allows (the larger figure, the smaller error)."""
+        span = self.run.reported_range_gpu_hours
+        return (
+            None if span is None else (self.predicted_gpu_hours / span[1] - 1, self.predicted_gpu_hours / span[0] - 1)
+        )
 
     @property
     def in_band(self) -> bool:

@@ -36,6 +36,8 @@ PUBLISHED = {
     "trinity-large": (1, 1, 2048),
     "lucie-7b": (4, 4, 32),
     "smollm3-3b": (2, 1, 192),
+    "smollm2-1.7b": (1, 1, 256),
+    "smollm2-135m": (1, 1, 64),
     "nemotron4-15b": (8, 1, 288),
 }
 
@@ -219,3 +221,54 @@ def test_a_recipe_chosen_after_its_error_was_seen_is_not_held_out():
     everything = compare_whole_runs(RUNS)
     assert not any(held_out(c) for c in everything if c.run.run_id == "mpt-7b")
     assert f"{len(everything) - len(NOT_HELD_OUT)} runs" in target_line(everything)
+
+
+def test_falcon_as_its_paper_states():
+    """The Falcon paper (arXiv 2311.16867 v2), read again in session 55: "we keep our embeddings tied"
+    (sec. 5.2.1; the 180B had been rebuilt untied, the nearer count) and "not rely on activation
+    checkpointing" (sec. 5.3.2; its monolayer recomputes only activations and layer norms)."""
+    for run_id in ("falcon-7b", "falcon-40b", "falcon-180b"):
+        run = BY_ID[run_id]
+        assert run.model.tied_embeddings, run_id
+        assert run.recipe.recompute == (ActivationCheckpointing.NONE,), run_id
+        assert {t.activation_checkpointing for _, t in run.variants} == {ActivationCheckpointing.NONE}
+        assert "sec. 5.2.1" in run.recipe.assumptions and "sec. 5.3.3" in run.recipe.assumptions
+
+
+def test_a_range_the_source_allows_is_shown_beside_the_figure_it_states(comparisons: dict[str, WholeRunComparison]):
+    """Falcon-180B's "~7,000,000" GPU-hours (one significant digit) and Trinity Large's days (quoted as
+    30 to 33): each row is scored at its stated figure, not at the end nearer the prediction."""
+    from bench.validate_whole_runs import ranges_line, results_table
+
+    falcon, trinity = BY_ID["falcon-180b"], BY_ID["trinity-large"]
+    assert falcon.reported_gpu_hours == 7e6 and falcon.reported_range_gpu_hours == (6.5e6, 7.5e6)
+    assert trinity.reported_gpu_hours == 33 * 24 * 2048
+    assert trinity.reported_range_gpu_hours == (30 * 24 * 2048, 33 * 24 * 2048)
+    for run_id in ("falcon-180b", "trinity-large"):
+        c = comparisons[run_id]
+        low, high = c.error_range or (math.nan, math.nan)
+        assert low <= c.error <= high
+        assert c.error == pytest.approx(c.predicted_gpu_hours / c.run.reported_gpu_hours - 1)
+    assert comparisons["trinity-large"].error == pytest.approx(comparisons["trinity-large"].error_range[0])
+    assert comparisons["llama1-65b"].error_range is None
+    table, line = results_table(list(comparisons.values())), ranges_line(list(comparisons.values()))
+    assert f"{100 * comparisons['falcon-180b'].error:+.1f} (" in table and "Falcon-180B +" in line
+
+
+def test_smollm2_runs_as_their_nanotron_configs_set_them():
+    """SmolLM2-1.7B and -135M (cards: 256 and 64 H100; configs: DP over every GPU, ZeRO 0, no
+    recomputation, micro-batch 4 and 8, accumulation 1), against the team's approximate GPU-hours."""
+    from validation.whole_run_recipes import NOT_HELD_OUT
+
+    for run_id, gpus, micro_batch, hours in (("smollm2-1.7b", 256, 4, 140_000), ("smollm2-135m", 64, 8, 5_000)):
+        run = BY_ID[run_id]
+        assert run.num_gpus == gpus and run.reported_gpu_hours == hours and run_id not in NOT_HELD_OUT
+        ((layout, training),) = run.variants
+        assert (layout.dp_replicate, layout.sharding, training.micro_batch, training.grad_accum) == (
+            gpus,
+            Sharding.NONE,
+            micro_batch,
+            1,
+        )
+        assert training.activation_checkpointing == ActivationCheckpointing.NONE and run.model.tied_embeddings
+        assert "first scored" in run.recipe.assumptions
