@@ -35,6 +35,7 @@ class FixCode(StrEnum):
     BF16_GRADS = "bf16_grads"  # Megatron's --grad-reduce-in-bf16
     PARAM_REMAINDERS = "param_remainders"  # Megatron-Core's --use-precision-aware-optimizer
     BF16_GRADS_AND_REMAINDERS = "bf16_grads_and_remainders"  # both
+    PURE_BF16 = "pure_bf16"  # --pure-bf16: weights, gradients and AdamW moments in bf16, no fp32 master
 
 
 # The hints of planner/model/memory_fixes.py memory_fix_hint and planner/model/host.py, byte for byte;
@@ -77,6 +78,10 @@ FIX_TEMPLATES: dict[FixCode, str] = {
     FixCode.BF16_GRADS_AND_REMAINDERS: (
         "keep Megatron's gradient buffers in bf16 and the master weights as 16-bit remainders"
         " (--grad-reduce-in-bf16 --precision-aware-optimizer)"
+    ),
+    FixCode.PURE_BF16: (
+        "train in pure bf16: weights, gradients and AdamW states in bf16, no fp32 master, which changes the"
+        " updates' precision (--pure-bf16)"
     ),
 }
 FIX_JOIN = "; or "

@@ -251,7 +251,8 @@ class Plan(BaseModel):
     # only, True elsewhere and in plan files before it).
     tp_comm_overlap: bool = True
     # The optimizer's formats beyond the stack's profile (bf16 gradient buffers, 16-bit master
-    # remainders: Megatron plans only).
+    # remainders: Megatron plans only; pure bf16: trainplan, torchtitan, hf-trainer). Plan files from
+    # before a format load with it off (pydantic's default for a missing key).
     optimizer_precision: OptimizerPrecision = DEFAULT_OPTIMIZER_PRECISION
     # The user's own run-loss figures its goodput rests on (None each: the default; plan files
     # before it: none given).
@@ -306,9 +307,9 @@ class Plan(BaseModel):
 
     def check(self, catalog: Catalog | None = None) -> None:
         """The rules the planner made the plan by, checked again (a plan file may be hand-edited):
-        the schema version, a catalog GPU (and network), nodes that hold the GPUs (``fullest_node``), and every
+        the schema version, a catalog GPU (and network), nodes that hold the GPUs (``fullest_node``), every
         rule of an estimate (``checked_configuration``: degrees multiply to the world size,
-        structure, precision). ValueError naming the first broken."""
+        structure, precision) and the optimizer formats'. ValueError naming the first broken."""
         from planner.catalog.hardware import load_catalog
         from planner.model.configuration import checked_configuration
         from planner.plan_figures import figures_problem
@@ -332,9 +333,22 @@ class Plan(BaseModel):
         checked_configuration(
             self.model, gpu, self.layout, self.training, self.num_gpus, fullest, catalog, trainer_rules
         )
+        self._check_formats()
         self._check_figures()
         if problem := figures_problem(self, gpu):
             raise ValueError(problem)
+
+    def _check_formats(self) -> None:
+        """The optimizer formats are the stack's and run on this layout (``optimizer_precision_problem``,
+        ``optimizer_layout_problem``): the trainer casts the weights to bf16 on the file's word, so a
+        hand-edited pure-bf16 fp32 plan is refused here (bf16pure55)."""
+        from planner.stack_rules import optimizer_layout_problem, optimizer_precision_problem
+
+        chosen = self.optimizer_precision
+        if problem := optimizer_precision_problem(self.stack, chosen) or optimizer_layout_problem(
+            self.layout, self.training, chosen
+        ):
+            raise problem
 
     def _check_figures(self) -> None:
         """The estimate is of this configuration (a hand-edited micro-batch left the old one's

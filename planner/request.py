@@ -11,7 +11,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field, model_validator
 
-from planner.accuracy import DEFAULT_RISK, Risk
+from planner.accuracy import DEFAULT_RISK, Risk, run_feature_bits
 from planner.catalog.hardware import Catalog, GPUSpec
 from planner.catalog.hf_config import encoder_warning
 from planner.catalog.prices import PriceKind, catalog_with_price_kind
@@ -58,7 +58,7 @@ from planner.search.space import (
     expert_parallel_degrees,
     pipeline_degrees,
 )
-from planner.stack_rules import ac_modes_problem, moe_stack_problem, settings_problem
+from planner.stack_rules import ac_modes_problem, moe_stack_problem, precision_formats_problem, settings_problem
 
 
 def default_global_batch_tokens(model: ModelSpec) -> int:
@@ -188,6 +188,7 @@ class PlanRequest(BaseModel):
             self.optimizer_precision,
             self.tp_comm_overlap,
         ) or moe_stack_problem(self.stack, self.model)
+        problem = problem or precision_formats_problem(self.precision, self.optimizer_precision)
         if not problem and self.activation_checkpointing != DEFAULT_AC:
             problem = ac_modes_problem(self.stack, self.activation_checkpointing)
         if problem:
@@ -212,6 +213,11 @@ class PlanRequest(BaseModel):
     def tp_overlap_off(self) -> bool:
         """Whether it turns off its stack's TP overlap (``Stack.tp_overlap_off``)."""
         return self.stack.tp_overlap_off(self.tp_comm_overlap)
+
+    @property
+    def run_features(self) -> int:
+        """The band features its own choices set (``accuracy.run_feature_bits``)."""
+        return run_feature_bits(self.stack, self.tp_comm_overlap, self.optimizer_precision.pure_bf16)
 
     @property
     def warnings(self) -> tuple[str, ...]:

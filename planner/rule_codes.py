@@ -101,6 +101,9 @@ class RuleCode(StrEnum):
     STACK_PARAM_REMAINDERS = "stack_param_remainders"
     PARAM_REMAINDERS_LAYOUT = "param_remainders_layout"
     BF16_GRADS_PRECISION = "bf16_grads_precision"
+    STACK_PURE_BF16 = "stack_pure_bf16"
+    PURE_BF16_PRECISION = "pure_bf16_precision"
+    PURE_BF16_OFFLOAD = "pure_bf16_offload"
     AC_BLOCKS_RANK = "ac_blocks_rank"
     # Calibration files (planner/catalog/calibration.py; the rate checks of hardware.py, achievable.py)
     CAL_TOML = "cal_toml"
@@ -356,6 +359,15 @@ TEMPLATES: dict[RuleCode, str] = {
         "--precision-aware-optimizer needs Megatron's distributed optimizer (--sharding zero1, zero2 or fsdp; now"
         " {sharding}) and bf16 weights (--precision bf16 or fp8; now {precision}): 16-bit remainders rebuild an"
         " fp32 master only beside bf16 weights"
+    ),
+    _C.STACK_PURE_BF16: (
+        "--pure-bf16 is trainplan's, torchtitan's (training.dtype bfloat16) and hf-trainer's (a model loaded in"
+        " bf16, no --bf16): not {stack}'s, which keeps a master copy of the weights beside them"
+    ),
+    _C.PURE_BF16_PRECISION: ("--pure-bf16 trains bf16 weights: use --precision bf16 (now {precision})"),
+    _C.PURE_BF16_OFFLOAD: (
+        "--pure-bf16 with host offload is not modelled: its CPU optimizer is timed and sized in fp32 only;"
+        " drop --offload (or --pure-bf16)"
     ),
     _C.AC_BLOCKS_RANK: (
         "--ac-blocks {blocks}: a pp rank holds at most {most} blocks ({layers} over pp {pp}, vpp {vpp});"

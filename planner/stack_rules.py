@@ -12,13 +12,21 @@ import numpy as np
 
 from planner.accuracy.regime import LONG_SEQUENCE_TOKENS
 from planner.errors import RuleCode, RuleViolation
-from planner.layout import ActivationCheckpointing, Implementation, Layout, TrainingConfig, max_pipeline_stages
+from planner.layout import (
+    ActivationCheckpointing,
+    Implementation,
+    Layout,
+    Precision,
+    TrainingConfig,
+    max_pipeline_stages,
+)
 from planner.model.attention_kernels import AttentionKernel
 from planner.model.candidates import code
 from planner.model.optimizer_precision import (
     DEFAULT_OPTIMIZER_PRECISION,
     OptimizerPrecision,
     bf16_grads_refused,
+    pure_bf16_refused,
     remainders_refused,
 )
 from planner.model.partial_recompute import full_ac_blocks, too_many_ac_blocks
@@ -118,11 +126,14 @@ def tp_overlap_problem(stack: Stack, tp_comm_overlap: bool) -> RuleViolation | N
 
 def optimizer_precision_problem(stack: Stack, chosen: OptimizerPrecision) -> RuleViolation | None:
     """Why ``stack`` cannot take the optimizer formats asked (None: it can): bf16 gradient buffers
-    (``Stack.reduces_grads_in_bf16``), 16-bit master remainders (``Stack.stores_param_remainders``)."""
+    (``Stack.reduces_grads_in_bf16``), 16-bit master remainders (``Stack.stores_param_remainders``), pure
+    bf16 (``Stack.trains_pure_bf16``)."""
     if chosen.grad_reduce_bf16 and not stack.reduces_grads_in_bf16:
         return RuleViolation(RuleCode.STACK_GRAD_BF16, {"stack": stack.value})
     if chosen.param_remainders and not stack.stores_param_remainders:
         return RuleViolation(RuleCode.STACK_PARAM_REMAINDERS, {"stack": stack.value})
+    if chosen.pure_bf16 and not stack.trains_pure_bf16:
+        return RuleViolation(RuleCode.STACK_PURE_BF16, {"stack": stack.value})
     return None
 
 
@@ -266,14 +277,29 @@ def configuration_problem(
 def optimizer_layout_problem(
     layout: Layout, training: TrainingConfig, optimizer: OptimizerPrecision
 ) -> RuleViolation | None:
-    """Why Megatron-Core would not run the optimizer formats asked on this layout (``refused_rows``,
+    """Why the stack would not run the optimizer formats asked on this layout and training (``refused_rows``,
     the search's filter too; None: it runs them)."""
+    if problem := precision_formats_problem(training.precision, optimizer):
+        return problem
     sharding, precision = code(layout.sharding), code(training.precision)
     figures = {"sharding": layout.sharding.value, "precision": training.precision.value}
-    if optimizer.grad_reduce_bf16 and bf16_grads_refused(precision):
-        return RuleViolation(RuleCode.BF16_GRADS_PRECISION, figures)
     if optimizer.param_remainders and remainders_refused(sharding, precision):
         return RuleViolation(RuleCode.PARAM_REMAINDERS_LAYOUT, figures)
+    if optimizer.pure_bf16 and pure_bf16_refused(precision, training.offload):
+        return RuleViolation(RuleCode.PURE_BF16_OFFLOAD, figures)
+    return None
+
+
+def precision_formats_problem(precision: Precision, optimizer: OptimizerPrecision) -> RuleViolation | None:
+    """Why the formats asked cannot run at ``precision`` on any layout: bf16 gradient buffers and pure
+    bf16 need bf16 weights. A request's search rows all share its precision, so it is refused here in
+    one line (trial bf16pure55: ``plan --precision fp8 --pure-bf16``, and ``--grad-reduce-in-bf16`` at
+    fp16 before it, failed on an empty table: "cannot reshape array of size 0")."""
+    figures = {"precision": precision.value}
+    if optimizer.grad_reduce_bf16 and bf16_grads_refused(code(precision)):
+        return RuleViolation(RuleCode.BF16_GRADS_PRECISION, figures)
+    if optimizer.pure_bf16 and pure_bf16_refused(code(precision), False):
+        return RuleViolation(RuleCode.PURE_BF16_PRECISION, figures)
     return None
 
 

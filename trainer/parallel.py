@@ -249,19 +249,39 @@ def apply_compile(model: nn.Module, backend: str = "inductor") -> None:
     replace_blocks(model, lambda block: torch.compile(block, backend=backend, fullgraph=False))
 
 
-def mixed_precision_policy(precision: Precision) -> MixedPrecisionPolicy:
-    """Compute in bf16/fp16, keep fp32 master weights, reduce gradients in fp32."""
+def mixed_precision_policy(precision: Precision, pure_bf16: bool = False) -> MixedPrecisionPolicy:
+    """Compute in bf16/fp16, keep fp32 master weights, reduce gradients in fp32. Pure bf16: no cast
+    at all (the weights are bf16 already: ``cast_to_pure_bf16``), gradients reduced in their bf16, as
+    the planner's pure bf16 reduces them (ModelingSettings.pure_bf16_reduce_bytes)."""
     param_dtype = PARAM_DTYPES[precision]
-    if param_dtype is None:
+    if param_dtype is None or pure_bf16:
         return MixedPrecisionPolicy()
     return MixedPrecisionPolicy(param_dtype=param_dtype, reduce_dtype=torch.float32)
 
 
+@torch.no_grad()
+def cast_to_pure_bf16(model: nn.Module) -> None:
+    """Pure bf16 (the plan's ``optimizer_precision.pure_bf16``): every floating parameter bf16 before
+    tensor parallelism and FSDP / replicate, so that the shards, the gradients and AdamW's moments
+    (made like their parameter) are bf16 and no fp32 master exists. In place (``param.data``), so a
+    tied embedding and head stay one parameter; buffers keep their dtype (the rope table is fp32,
+    cast where it is used), as torchtitan's full bf16 keeps RoPE in fp32."""
+    for param in model.parameters():
+        if param.is_floating_point():
+            param.data = param.data.to(torch.bfloat16)
+
+
 def apply_data_parallel(
-    model: nn.Module, meshes: Meshes, layout: Layout, precision: Precision, offload: bool, pin_memory: bool
+    model: nn.Module,
+    meshes: Meshes,
+    layout: Layout,
+    precision: Precision,
+    offload: bool,
+    pin_memory: bool,
+    pure_bf16: bool = False,
 ) -> None:
     """Wrap every block and then the root (bottom-up, so each block is its own comm group)."""
-    mp_policy = mixed_precision_policy(precision)
+    mp_policy = mixed_precision_policy(precision, pure_bf16)
     offload_policy = CPUOffloadPolicy(pin_memory=pin_memory) if offload else OffloadPolicy()
     if layout.sharding == Sharding.NONE:
         from torch.distributed._composable.replicate_with_fsdp import replicate
@@ -354,7 +374,8 @@ def init_parameters(
         clean = clean_name(name)
         clean = (aliases or {}).get(clean, clean)
         target = param.to_local() if isinstance(param, DTensor) else param
-        full = torch.empty(param.shape, dtype=param.dtype, device=target.device)
+        # drawn in fp32 at least, so that a pure-bf16 model starts from the mixed-precision one's weights, rounded
+        full = torch.empty(param.shape, dtype=torch.promote_types(param.dtype, torch.float32), device=target.device)
         generator = torch.Generator(device=target.device).manual_seed(_param_seed(seed, clean))
         rule(clean, owner)(full, generator)
         if isinstance(param, DTensor):

@@ -164,6 +164,10 @@ def run_pipeline_step(
     return torch.stack([loss.detach().float() for loss in losses]).mean()
 
 
+# How the start line and the report say a pure-bf16 run (the plan's ``optimizer_precision.pure_bf16``).
+PURE_BF16_WORDS = ", pure (weights, gradients and AdamW states bf16, no fp32 master)"
+
+
 def describe_run(
     layout: Layout,
     precision: Precision,
@@ -171,12 +175,14 @@ def describe_run(
     device: torch.device,
     pipeline: PipelineSchedule | None,
     num_local_stages: int,
+    pure_bf16: bool = False,
 ) -> str:
     """``layout: fsdp pp=2 dp_shard=2 vpp=2 on 4 cpu processes, bf16; pipeline: interleaved 1f1b,
-    stages 0, 2 on pp rank 0 of 2``: what this run built, printed once at the start."""
+    stages 0, 2 on pp rank 0 of 2``: what this run built, printed once at the start (``pure_bf16``:
+    "bf16, pure: no fp32 master")."""
     # trial s45 L6: "1 cpu processes"
     processes = counted(world_size, f"{device.type} process", f"{device.type} processes")
-    line = f"layout: {layout.describe()} on {processes}, {precision.value}"
+    line = f"layout: {layout.describe()} on {processes}, {precision.value}" + (PURE_BF16_WORDS if pure_bf16 else "")
     if pipeline is not None:
         stages = ", ".join(str(s) for s in local_stage_ids(0, layout.pp, num_local_stages))
         kind = f"interleaved {pipeline.value}" if num_local_stages > 1 else pipeline.value

@@ -96,6 +96,7 @@ class Session:
                 device,
                 self.pipeline_kind,
                 len(self.stage_modules),
+                self.plan.optimizer_precision.pure_bf16,
             )
         )
         self._prepare_data()

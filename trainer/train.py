@@ -49,6 +49,7 @@ from trainer.parallel import (
     apply_data_parallel,
     apply_fp8,
     build_meshes,
+    cast_to_pure_bf16,
     freeze_lowest_blocks,
     init_distributed,
     init_parameters,
@@ -140,9 +141,13 @@ def build_stage_modules(job: JobSpec, layout: Layout, meshes: Meshes) -> list[to
 def shard_model(
     model: torch.nn.Module, job: JobSpec, layout: Layout, meshes: Meshes, device: torch.device, ac_blocks: int = 0
 ) -> None:
-    """Still on meta: fp8 -> TP -> activation checkpointing -> compile -> FSDP/DDP (torchtitan's order);
+    """Still on meta: pure bf16's cast -> fp8 -> TP -> activation checkpointing -> compile -> FSDP/DDP
+    (torchtitan's order, which builds a pure-bf16 model in bf16 from the start);
     ``ac_blocks``: this stage's share of the rank's checkpointed blocks (``stage_ac_blocks``)."""
     training, native = job.plan.training, job.plan.training.impl == Implementation.NATIVE
+    pure_bf16 = job.plan.optimizer_precision.pure_bf16  # bf16 only (Plan.check: optimizer_layout_problem)
+    if pure_bf16:
+        cast_to_pure_bf16(model)
     if training.precision == Precision.FP8:
         apply_fp8(model)
     if layout.tp > 1:
@@ -159,9 +164,8 @@ def shard_model(
     apply_activation_checkpointing(model, training.activation_checkpointing, ac_blocks)
     if training.compile:
         apply_compile(model)
-    apply_data_parallel(
-        model, meshes, layout, training.precision, offload=training.offload, pin_memory=device.type == "cuda"
-    )
+    pin = device.type == "cuda"
+    apply_data_parallel(model, meshes, layout, training.precision, training.offload, pin, pure_bf16)
 
 
 def initialise_model(modules: list[torch.nn.Module], job: JobSpec, device: torch.device) -> torch.nn.Module:

@@ -198,6 +198,7 @@ def widget_defaults(cat: Catalog) -> dict[str, object]:
         "tp_comm_overlap": True,  # Megatron-Core's --tp-comm-overlap, on as its recipes run it
         "grad_reduce_bf16": False,  # Megatron's --grad-reduce-in-bf16
         "param_remainders": False,  # Megatron-Core's --use-precision-aware-optimizer
+        "pure_bf16": False,  # --pure-bf16 (trainplan, torchtitan, hf-trainer)
         "network": "",  # each GPU on its catalog default network
         "risk": DEFAULT_RISK.value,
         "why_not_gpu": "",

@@ -254,6 +254,15 @@ PARAM_REMAINDERS = typer.Option(
     " weights (TE >= 2.1), 2 bytes a parameter instead of 4 (--stack megatron-core with its distributed"
     " optimizer, --sharding zero1 or more, and bf16 or fp8 weights)",
 )
+PURE_BF16 = typer.Option(
+    False,
+    "--pure-bf16",
+    help="pure bf16: weights, gradients and AdamW's moments all bf16 and no fp32 master copy (2 + 2 + 4 bytes a"
+    " parameter, not 4 + 4 + 8; the step streams half the bytes), as torchtune's dtype: bf16, torchtitan's"
+    " training.dtype bfloat16 (its gradients reduced in fp32) and a Hugging Face model loaded in bf16 and trained"
+    " without --bf16 run it; less precise updates than mixed precision. --stack trainplan, torchtitan or hf-trainer,"
+    " --precision bf16, no offload; no band row ran it, so its band is widened",
+)
 AC_HELP = (
     "activation checkpointing: none; selective = every other block; full = every block; blocks = the first"
     " --ac-blocks blocks of each pp rank; attention = each block's attention sub-layer"

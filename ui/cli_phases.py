@@ -164,8 +164,7 @@ def stack_settings(
     partition_activations: bool,
     moe_a2a_overlap: bool,
     tp_comm_overlap: bool,
-    grad_reduce_in_bf16: bool,
-    precision_aware_optimizer: bool,
+    optimizer: OptimizerPrecision,
     run_losses: RunLossInputs,
 ) -> StackSettings:
     """The settings of the flags estimate and plan share, for the stack ``read`` runs."""
@@ -179,10 +178,17 @@ def stack_settings(
         partition_activations=partition_activations,
         moe_a2a_overlap=moe_a2a_overlap,
         tp_comm_overlap=tp_comm_overlap,
-        optimizer_precision=OptimizerPrecision(
-            grad_reduce_bf16=grad_reduce_in_bf16, param_remainders=precision_aware_optimizer
-        ),
+        optimizer_precision=optimizer,
         run_losses=run_losses,
+    )
+
+
+def optimizer_formats(
+    grad_reduce_in_bf16: bool, precision_aware_optimizer: bool, pure_bf16: bool
+) -> OptimizerPrecision:
+    """The optimizer formats the flags ask (--grad-reduce-in-bf16, --precision-aware-optimizer, --pure-bf16)."""
+    return OptimizerPrecision(
+        grad_reduce_bf16=grad_reduce_in_bf16, param_remainders=precision_aware_optimizer, pure_bf16=pure_bf16
     )
 
 

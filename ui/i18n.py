@@ -301,6 +301,16 @@ _LABELS: dict[str, tuple[str, str]] = {
         "Megatron-Core 的 --use-precision-aware-optimizer（NeMo 2 的 bf16 性能配方如此设置）：TransformerEngine 的 "
         "FusedAdam 只保存 fp32 主权重的低 16 位余数（其余位在 bf16 权重中），每个参数 2 字节而非 4 字节。",
     ),
+    "pure_bf16": ("Pure bf16", "纯 bf16"),
+    "pure_bf16_help": (
+        "Weights, gradients and AdamW's moments all in bf16 and no fp32 master copy (2 + 2 + 4 bytes a parameter, not "
+        "4 + 4 + 8), as torchtune's dtype: bf16, torchtitan's training.dtype bfloat16 and a Hugging Face model loaded in "
+        "bf16 and trained without mixed precision run it; less precise updates than mixed precision. Needs bf16 "
+        "precision and no CPU offload; no measured row ran it, so its band is widened.",
+        "权重、梯度和 AdamW 的两个矩都用 bf16，不保留 fp32 主权重副本（每个参数 2 + 2 + 4 字节，而非 4 + 4 + 8），"
+        "与 torchtune 的 dtype: bf16、torchtitan 的 training.dtype bfloat16、以及以 bf16 加载且不开混合精度训练的 "
+        "Hugging Face 模型相同；更新精度低于混合精度。需要 bf16 精度且不使用 CPU 卸载；没有实测行如此运行，误差区间因此放宽。",
+    ),
     "attention_help": (
         "The kernel the run uses: the stack's own (cuDNN on H100/H200 and B200/GB200, FlashAttention-2 elsewhere, B300/GB300 included, and "
         "under PyTorch's context parallelism), or a named one; a plan with a named kernel is an estimate.",
@@ -775,6 +785,7 @@ _LABELS: dict[str, tuple[str, str]] = {
         "TP comm overlap off (--no-tp-comm-overlap)",
         "张量并行通信重叠关闭（--no-tp-comm-overlap）",
     ),
+    "feature_pure_bf16": ("pure bf16 (--pure-bf16)", "纯 bf16（--pure-bf16）"),
     "ceiling_on_gpu": (" on {gpu}", "，运行于 {gpu}"),
     "ceiling_on_gpus": (" on {n:,} × {gpu}", "，运行于 {n:,} × {gpu}"),
     # what a ceiling is the best of (EfficiencyCeiling.scope_words; buyer trial s50 L8: "and scale" read

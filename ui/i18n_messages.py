@@ -561,6 +561,19 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
         "the precision-aware optimizer is Megatron-Core's, not {stack}'s",
         "精度感知优化器是 Megatron-Core 的选项，{stack} 不支持",
     ),
+    "reason_stack_pure_bf16": (
+        "pure bf16 is trainplan's, torchtitan's and hf-trainer's, not {stack}'s, which keeps a master copy of"
+        " the weights",
+        "纯 bf16 训练是 trainplan、torchtitan 和 hf-trainer 的选项，{stack} 不支持（它另存一份主权重）",
+    ),
+    "reason_pure_bf16_precision": (
+        "pure bf16 trains bf16 weights: choose precision bf16 (now {precision})",
+        "纯 bf16 训练的是 bf16 权重：请选择精度 bf16（当前 {precision}）",
+    ),
+    "reason_pure_bf16_offload": (
+        "pure bf16 with CPU offload is not modelled (the CPU optimizer is modelled in fp32 only)",
+        "纯 bf16 与 CPU 卸载的组合未建模（CPU 优化器只按 fp32 建模）",
+    ),
     "reason_ac_blocks_rank": (
         "{blocks} checkpointed blocks per pp rank: a rank holds at most {most} ({layers} over pp {pp}, vpp {vpp})",
         "每个 pp rank 检查点 {blocks} 个块：一个 rank 最多只有 {most} 个（{layers} 层分到 pp {pp}、vpp {vpp}）",
@@ -908,6 +921,11 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
         "keep Megatron's gradient buffers in bf16 and the master weights as 16-bit remainders"
         " (“bf16 gradients” and “Precision-aware optimizer”)",
         "把 Megatron 的梯度缓冲区改为 bf16，主权重只保存 16 位余数（bf16 梯度、精度感知优化器）",
+    ),
+    "fix_pure_bf16": (
+        "train in pure bf16: weights, gradients and AdamW states in bf16, no fp32 master, which changes the"
+        " updates' precision (“Pure bf16”)",
+        "改用纯 bf16 训练：权重、梯度和 AdamW 状态都用 bf16，不保留 fp32 主权重，更新精度随之改变（纯 bf16）",
     ),
     # planner/fix_codes.py with_replicas: after a fix that folds replicas into the FSDP group
     "fix_replicas": (

@@ -56,8 +56,7 @@ def optimizer_text(tr: Labels, plan: Plan) -> str | None:
     """The optimizer formats the estimate assumed beyond its stack's profile (trial s40: the CLI said
     "bf16 gradients, master weights as remainders", the app nothing); None when none."""
     chosen = plan.optimizer_precision
-    asked = (("grad_reduce_bf16", chosen.grad_reduce_bf16), ("param_remainders", chosen.param_remainders))
-    parts = [tr(key) for key, on in asked if on]
+    parts = [tr(key) for key, on in chosen.model_dump().items() if on]  # each field's box label (ui/i18n.py)
     return tr("card_optimizer", formats=tr.join(parts)) if parts else None
 
 

@@ -332,8 +332,11 @@ def card_captions(
             seconds=result.seconds,
         ),
     ]
+    formats = optimizer_text(tr, plan)  # a trainplan plan in pure bf16 says it too (bf16pure55)
     if not plan.emittable:
-        lines += [estimate_only_text(tr, plan), *filter(None, (optimizer_text(tr, plan), loss_text(tr, e)))]
+        lines += [estimate_only_text(tr, plan), *filter(None, (formats, loss_text(tr, e)))]
+    elif formats:
+        lines.append(formats)
     return lines + list(filter(None, (calibration_text(tr, plan, calibration),)))
 
 

@@ -131,6 +131,9 @@ LAYOUT_REASONS = Reasons({
     _C.STACK_PARAM_REMAINDERS: "reason_stack_param_remainders",
     _C.PARAM_REMAINDERS_LAYOUT: "reason_param_remainders_layout",
     _C.BF16_GRADS_PRECISION: "reason_bf16_grads_precision",
+    _C.STACK_PURE_BF16: "reason_stack_pure_bf16",
+    _C.PURE_BF16_PRECISION: "reason_pure_bf16_precision",
+    _C.PURE_BF16_OFFLOAD: "reason_pure_bf16_offload",
     _C.AC_BLOCKS_RANK: "reason_ac_blocks_rank",
 }, english=True)  # fmt: skip
 # A calibration file the app cannot use (planner/catalog/calibration.py and the catalog's rate checks).

@@ -29,7 +29,6 @@ from planner.limits import (
     MAX_PUE,
     MAX_TRAINING_TOKENS,
 )
-from planner.model.optimizer_precision import OptimizerPrecision
 from planner.model.spec import ModelSpec
 from planner.model.stacks import Stack
 from planner.model.structure import context_extension
@@ -48,7 +47,7 @@ from ui.reasons import (
     refusal,
 )
 from ui.sidebar_losses import sidebar_run_losses
-from ui.sidebar_stack import ac_modes_for_stack, sidebar_stack
+from ui.sidebar_stack import ac_modes_for_stack, optimizer_choice, sidebar_stack
 
 SEQ_LENS = tuple(2**k for k in range(9, 18))  # 512 .. 131072
 GLOBAL_BATCHES = (0, *(2**k for k in range(13, 25)))  # 0 = the planner's default; 8K .. 16M
@@ -433,10 +432,7 @@ def sidebar(cat: Catalog) -> tuple[Labels, Inputs | None]:
             partition_activations=stack.partitions_activations and st.session_state["partition_activations"],
             moe_a2a_overlap=stack.overlaps_moe_a2a and st.session_state["moe_a2a_overlap"],
             tp_comm_overlap=not stack.overlaps_tp_comm or st.session_state["tp_comm_overlap"],
-            optimizer_precision=OptimizerPrecision(
-                grad_reduce_bf16=st.session_state["grad_reduce_bf16"],
-                param_remainders=st.session_state["param_remainders"],
-            ).kept_under(stack),
+            optimizer_precision=optimizer_choice(stack),
             network=st.session_state["network"] or None,
             run_losses=run_losses,
             **goals,

@@ -6,12 +6,15 @@ the project's ~500 lines a module (CONTRIBUTING.md); ``ui.sidebar.sidebar`` draw
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import streamlit as st
 
 from planner.catalog.calibration import read_calibration_bytes
 from planner.errors import CatalogError
 from planner.layout import ActivationCheckpointing
 from planner.model.attention_kernels import AttentionKernel
+from planner.model.optimizer_precision import OptimizerPrecision
 from planner.model.spec import ModelSpec
 from planner.model.stacks import Stack
 from planner.request import DEFAULT_AC
@@ -52,10 +55,7 @@ def sidebar_stack(tr: Labels, model: ModelSpec | None) -> tuple[Stack, StackSwit
         st.checkbox(tr("moe_a2a_overlap"), key="moe_a2a_overlap", help=tr("moe_a2a_overlap_help"))
     if stack.overlaps_tp_comm:  # Megatron-Core's userbuffers (the other profiles have no TP overlap to drop)
         st.checkbox(tr("tp_comm_overlap"), key="tp_comm_overlap", help=tr("tp_comm_overlap_help"))
-    if stack.reduces_grads_in_bf16:  # Megatron's gradient buffers; the FSDP2 stacks keep fp32 shards
-        st.checkbox(tr("grad_reduce_bf16"), key="grad_reduce_bf16", help=tr("grad_reduce_bf16_help"))
-    if stack.stores_param_remainders:  # Megatron-Core's precision-aware optimizer
-        st.checkbox(tr("param_remainders"), key="param_remainders", help=tr("param_remainders_help"))
+    optimizer_checkboxes(tr, stack)
     uploaded = st.file_uploader(
         tr("calibration_upload"),
         type=["toml"],
@@ -84,6 +84,26 @@ def sidebar_stack(tr: Labels, model: ModelSpec | None) -> tuple[Stack, StackSwit
         st.error(tr("bad_calibration", error=error))
         return chosen, switch, None
     return chosen, switch, upload
+
+
+# The optimizer formats (``OptimizerPrecision``'s fields) a stack may offer, by widget key, and whether it does.
+OPTIMIZER_FORMATS: dict[str, Callable[[Stack], bool]] = {
+    "grad_reduce_bf16": lambda s: s.reduces_grads_in_bf16,  # Megatron's gradient buffers; FSDP2 keeps fp32 shards
+    "param_remainders": lambda s: s.stores_param_remainders,  # Megatron-Core's precision-aware optimizer
+    "pure_bf16": lambda s: s.trains_pure_bf16,  # trainplan, torchtitan, hf-trainer: no fp32 master
+}
+
+
+def optimizer_checkboxes(tr: Labels, stack: Stack) -> None:
+    """A box for each optimizer format ``stack`` offers (``OPTIMIZER_FORMATS``)."""
+    for key, offered in OPTIMIZER_FORMATS.items():
+        if offered(stack):
+            st.checkbox(tr(key), key=key, help=tr(f"{key}_help"))
+
+
+def optimizer_choice(stack: Stack) -> OptimizerPrecision:
+    """The formats ticked that ``stack`` offers (a box a former stack left ticked counts for none)."""
+    return OptimizerPrecision(**{key: bool(st.session_state[key]) for key in OPTIMIZER_FORMATS}).kept_under(stack)
 
 
 # The checkpointing modes a stack without their switch took out of "Activation checkpointing

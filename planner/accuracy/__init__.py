@@ -39,6 +39,7 @@ from planner.accuracy.regime import (
     feature_bits,
     link_apart_label,
     long_sequence,
+    run_feature_bits,
     zero3_shards_across_nodes,
 )
 from planner.accuracy.residuals import source_name
@@ -138,12 +139,12 @@ def regime_for(
     named_kernel: str = "",
     gpus_per_node: int | None = None,
     scaleup_domain_size: int = NODE_GPUS,
-    tp_overlap_off: bool = False,
+    run_features: int = 0,
 ) -> Regime:
     """The regime of one configuration (``layout`` resolved; ``moe``: the model routes to experts;
     ``named_kernel``: the attention kernel the user named, "" for the stack's own; ``gpus_per_node``:
     the job's, default the whole job on one node; ``scaleup_domain_size``: its node's, ``crosses_nodes``;
-    ``tp_overlap_off``: the stack's TP overlap turned off, ``Stack.tp_overlap_off``)."""
+    ``run_features``: the run's own choices' bits, ``run_feature_bits``)."""
     fp8, hf = training.precision == Precision.FP8, training.impl == Implementation.HF
     per_node = layout.world_size if gpus_per_node is None else gpus_per_node
     fsdp = layout.sharding == Sharding.FSDP
@@ -161,7 +162,7 @@ def regime_for(
         bool(named_kernel),
         zero3,
         crosses_nodes(layout.world_size, per_node, scaleup_domain_size),
-        tp_overlap_off,
+        run_features,
     )
     generation = band_generation(gpu, layout.world_size > 1)
     return Regime(stack, generation, int(bits), int(long_sequence(training.seq_len)), named_kernel)
@@ -176,11 +177,11 @@ def ceiling_of(regime: Regime, gpu: GPUSpec, calibrated: bool) -> Ceiling | None
     return shipped_base().ceilings.ceiling(replace(regime, generation=regime_generation(gpu)))
 
 
-def _row_keys(c: Candidates, moe: bool, stack: str, named_kernel: str = "", tp_overlap_off: bool = False) -> np.ndarray:
+def _row_keys(c: Candidates, moe: bool, stack: str, named_kernel: str = "", run_features: int = 0) -> np.ndarray:
     """A key per row: its GPU and feature bits (the regime, for ``stack``); kept for the
     last table (its ceilings and each quantile pass ask for them)."""
-    term = f"regime_keys_{stack}_{named_kernel}_{tp_overlap_off}"  # ``other`` is kept by identity
-    return once_per_table(term, c, moe, lambda: _regime_keys(c, moe, stack, named_kernel, tp_overlap_off))
+    term = f"regime_keys_{stack}_{named_kernel}_{run_features}"  # ``other`` is kept by identity
+    return once_per_table(term, c, moe, lambda: _regime_keys(c, moe, stack, named_kernel, run_features))
 
 
 # A regime key: ((GPU index x SEQUENCE_KEYS) + the long sequence's doublings + 1, or 0 for a
@@ -188,12 +189,12 @@ def _row_keys(c: Candidates, moe: bool, stack: str, named_kernel: str = "", tp_o
 SEQUENCE_KEYS = LONGEST_SEQUENCE_DOUBLINGS + 2
 
 
-def _regime_keys(c: Candidates, moe: bool, stack: str, named_kernel: str, tp_overlap_off: bool = False) -> np.ndarray:
+def _regime_keys(c: Candidates, moe: bool, stack: str, named_kernel: str, run_features: int = 0) -> np.ndarray:
     fp8, hf, kernel = c.precision == PREC_FP8, c.impl == IMPL_HF, bool(named_kernel)
     zero3 = zero3_shards_across_nodes(stack, c.sharding == SHARD_FSDP, c.dp_shard, c.tp, c.cp, c.gpus_per_node)
     multi_node = crosses_nodes(c.num_gpus, c.gpus_per_node, c.scaleup_domain_size)
     facts = (c.tp, c.pp, c.cp, c.seq_len, moe, fp8, c.num_gpus, hf, c.offload.astype(bool), kernel, zero3)
-    bits = feature_bits(*facts, multi_node, tp_overlap_off)
+    bits = feature_bits(*facts, multi_node, run_features)
     long = long_sequence(c.seq_len)
     octave = np.where(long > 0, np.log2(np.maximum(long, 1) / LONG_SEQUENCE_TOKENS) + 1, 0).astype(np.int64)
     return (np.asarray(c.gpu_index, dtype=np.int64) * SEQUENCE_KEYS + octave) * FEATURE_SPAN + bits
@@ -231,7 +232,7 @@ def mfu_ceilings(
     calibrated: frozenset[str] = frozenset(),
     named_kernel: str = "",
     coarse: bool = False,
-    tp_overlap_off: bool = False,
+    run_features: int = 0,
 ) -> np.ndarray:
     """Each row's efficiency ceiling (NaN: none), by its regime (its scale among its features);
     ``coarse``: the model's experts are as wide as a dense FFN (``ceiling_regime``)."""
@@ -242,7 +243,7 @@ def mfu_ceilings(
         ceiling = ceiling_of(regime, gpu, gpu.id in calibrated)
         return (np.nan if ceiling is None else ceiling.mfu,)
 
-    return _per_key(_row_keys(c, moe, stack, named_kernel, tp_overlap_off), value)[:, 0]
+    return _per_key(_row_keys(c, moe, stack, named_kernel, run_features), value)[:, 0]
 
 
 @functools.lru_cache(maxsize=4096)  # thread-safe; a plan and its median re-solve ask the same regimes
@@ -260,7 +261,7 @@ def time_factors(
     moe: bool,
     quantiles: Sequence[float],
     named_kernel: str = "",
-    tp_overlap_off: bool = False,
+    run_features: int = 0,
 ) -> list[np.ndarray]:
     """Each row's quantiles of measured / predicted time (planner/accuracy/bands.py), one array
     per quantile (``Risk.quantile``, ``BAND_QUANTILES``)."""
@@ -270,7 +271,7 @@ def time_factors(
         generation = band_generation(gpus[g], bits & Feature.MULTI_GPU)
         return regime_time_factors(base, Regime(stack, generation, bits, seq, named_kernel), tuple(quantiles))
 
-    table = _per_key(_row_keys(c, moe, stack, named_kernel, tp_overlap_off), factors)
+    table = _per_key(_row_keys(c, moe, stack, named_kernel, run_features), factors)
     return [table[:, i] for i in range(len(quantiles))]
 
 
@@ -401,6 +402,7 @@ __all__ = [
     "efficiency_ceiling",
     "mfu_ceilings",
     "regime_for",
+    "run_feature_bits",
     "time_factors",
     "uncertainty",
 ]

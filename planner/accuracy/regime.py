@@ -3,9 +3,10 @@
 A regime is the software stack, the GPU's architecture and the features of the layout that the
 validation shows move the error: tensor and pipeline parallelism, long sequences (32K tokens
 and more), context parallelism, mixture-of-experts, FP8, more than one GPU, more than one
-node and more than 1,000 GPUs; and two that no or few rows measured, so that a plan using them
-is judged outside the envelope: Hugging Face's modules, and optimizer states offloaded to the
-host. The same rule places a validation row (planner/accuracy/residuals.csv) and a
+node and more than 1,000 GPUs; and those that no or few rows measured, so that a plan using them
+is judged outside the envelope: Hugging Face's modules, optimizer states offloaded to the host,
+a named attention kernel, DeepSpeed's ZeRO-3 across nodes, Megatron-Core's TP overlap turned off
+and pure bf16. The same rule places a validation row (planner/accuracy/residuals.csv) and a
 candidate of the search, from the same facts.
 
 How far apart two regimes are (``distance``) is a sum of named weights (``STACK_WEIGHTS``,
@@ -95,6 +96,10 @@ class Feature(IntFlag):
     # megatron-core row is a tuned NeMo / Megatron-Bridge / MLPerf recipe that ran it (heldout51 H1:
     # FlagPerf's plain Megatron-Core jobs did not, and erred past the band); no row is marked with it
     TP_OVERLAP_OFF = 8192
+    # Pure bf16 (--pure-bf16: bf16 weights and AdamW states, no fp32 master): no band row ran it (its
+    # optimizer step and memory are widths the rows never measured); the fresh rows that did (set 4:
+    # torchtune, VectorLM) are held out, not band rows
+    PURE_BF16 = 16384
 
 
 # Feature bits take values below this (a regime key per GPU: planner/accuracy/__init__.py).
@@ -144,7 +149,16 @@ FEATURE_WORDS: dict[Feature, str] = {
     Feature.KERNEL: "an attention kernel its stack would not pick",
     Feature.ZERO3_NODES: "DeepSpeed ZeRO-3 across nodes",
     Feature.TP_OVERLAP_OFF: "TP comm overlap off (--no-tp-comm-overlap)",
+    Feature.PURE_BF16: "pure bf16 (--pure-bf16)",
 }
+
+
+def run_feature_bits(stack: Stack, tp_comm_overlap: bool, pure_bf16: bool) -> int:
+    """The features a run's own choices set, whatever its layout: its stack's TP overlap turned off
+    (``Stack.tp_overlap_off``; ``feature_bits`` keeps it only where tp > 1, where there is TP traffic
+    to hide) and pure bf16 (``OptimizerPrecision.pure_bf16``)."""
+    off = Feature.TP_OVERLAP_OFF if stack.tp_overlap_off(tp_comm_overlap) else 0
+    return int(off | (Feature.PURE_BF16 if pure_bf16 else 0))
 
 
 def zero3_shards_across_nodes(stack: str, fsdp, dp_shard, tp, cp, gpus_per_node) -> np.ndarray:
@@ -224,15 +238,17 @@ def feature_bits(
     kernel=False,
     zero3_nodes=False,
     multi_node=None,
-    tp_overlap_off=False,
+    run_features=0,
 ) -> np.ndarray:
     """The ``Feature`` bits of each row (arrays or scalars of the layout's facts; ``hf``: Hugging
     Face's modules, ``offload``: optimizer states on the host, ``kernel``: a named attention kernel,
     timed from another kernel's rates by a factor or by its own tables, never measured in a stack's
     run as the user's choice: trial s24, flash3 / triton / eager bands were as narrow as FA2's;
-    ``multi_node``: a query's ``crosses_nodes``, None: a row's, over NODE_GPUS; ``tp_overlap_off``: the
-    stack's TP overlap turned off, a feature only where tp > 1, where there is TP traffic to hide)."""
+    ``multi_node``: a query's ``crosses_nodes``, None: a row's, over NODE_GPUS; ``run_features``: a run's
+    ``run_feature_bits``, its TP overlap turned off a feature only where tp > 1, where there is TP
+    traffic to hide)."""
     multi_node = np.asarray(num_gpus) > NODE_GPUS if multi_node is None else np.asarray(multi_node, dtype=bool)
+    tp_off, pure_bf16 = (bool(int(run_features) & f) for f in (Feature.TP_OVERLAP_OFF, Feature.PURE_BF16))
     bits = (
         (np.asarray(tp) > 1) * Feature.TP
         + (np.asarray(pp) > 1) * Feature.PP
@@ -247,7 +263,8 @@ def feature_bits(
         + np.asarray(offload, dtype=bool) * Feature.OFFLOAD
         + np.asarray(kernel, dtype=bool) * Feature.KERNEL
         + np.asarray(zero3_nodes, dtype=bool) * Feature.ZERO3_NODES
-        + (np.asarray(tp_overlap_off, dtype=bool) & (np.asarray(tp) > 1)) * Feature.TP_OVERLAP_OFF
+        + (tp_off & (np.asarray(tp) > 1)) * Feature.TP_OVERLAP_OFF
+        + pure_bf16 * Feature.PURE_BF16
     )
     return np.asarray(bits, dtype=np.int64)
 

@@ -59,7 +59,7 @@ def build_plan(
     ``network``: a catalog network the nodes are on (None: the GPU's default).
     ``partition_activations``: DeepSpeed's partitioned checkpoints (Megatron-DeepSpeed only).
     ``moe_a2a_overlap``: the expert all-to-alls under another micro-batch's compute (Megatron-Core only).
-    ``optimizer_precision``: bf16 gradient buffers, 16-bit master remainders (Megatron only).
+    ``optimizer_precision``: bf16 gradient buffers, 16-bit master remainders (Megatron only), pure bf16.
     ``run_losses``: the user's own failure rate, checkpoint bandwidth and other run losses.
     ``tp_comm_overlap``: False turns off Megatron-Core's --tp-comm-overlap (megatron-core only)."""
     job = JobChoices(

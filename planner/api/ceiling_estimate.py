@@ -12,6 +12,7 @@ from planner.catalog.hardware import Catalog, GPUSpec
 from planner.job_fit import measured_job_use, shape_words
 from planner.layout import Layout, TrainingConfig
 from planner.model.estimate import estimate, gpus_per_node_of
+from planner.model.optimizer_precision import DEFAULT_OPTIMIZER_PRECISION, OptimizerPrecision
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.model.stacks import Stack
@@ -33,17 +34,20 @@ def judged_estimate(
     measured_rates: bool,
     trainer_rules: bool,
     named_kernel: str = "",
-    tp_overlap_off: bool = False,
+    run_features: int = 0,
+    optimizer: OptimizerPrecision = DEFAULT_OPTIMIZER_PRECISION,
 ) -> Estimate:
     """``estimate`` held at the efficiency ceiling of its regime, with the error band of every
     figure (planner/accuracy). The ceiling is lifted where a calibration file measured the GPU's
     kernel rates (``measured_rates``) or measured this very job (``measured_job_use``: a job of
     another shape corrects it by extrapolation, under the ceiling). ``named_kernel``: the attention
     kernel the user named, where its stack would not pick it (a recipe's kernel, in ``settings``, is its
-    stack's own; "": none); ``tp_overlap_off``: the stack's TP overlap turned off (``Stack.tp_overlap_off``)."""
+    stack's own; "": none); ``run_features``: the run's own choices' band features (``accuracy.run_feature_bits``:
+    the stack's TP overlap turned off, pure bf16); ``optimizer``: the run's formats (in ``settings`` already),
+    whose refusals bind the memory fixes named."""
     resolved = layout.resolve(num_gpus)
     regime = _band_regime(
-        model, gpu, resolved, training, num_gpus, num_nodes, catalog, Stack(stack), named_kernel, tp_overlap_off
+        model, gpu, resolved, training, num_gpus, num_nodes, catalog, Stack(stack), named_kernel, run_features
     )
     shape = shape_words(model.name, num_gpus, gpu.id, resolved.describe(Stack(stack).fsdp_word), training, Stack(stack))
     job = measured_job_use(gpu, shape)
@@ -65,6 +69,7 @@ def judged_estimate(
         trainer_rules=trainer_rules,
         mfu_ceiling=None if ceiling is None else ceiling.mfu,
         stack=Stack(stack),
+        optimizer=optimizer,
     )
     # rates a CPU measured (a calibration file's format check): no band describes such figures
     band = None if rates_timed_on_cpu(gpu) else accuracy.uncertainty(est, regime, ceiling, job)
@@ -86,7 +91,7 @@ def _band_regime(
     catalog: Catalog,
     stack: Stack,
     named_kernel: str,
-    tp_overlap_off: bool,
+    run_features: int,
 ) -> Regime:
     """The job's regime in the validation (``accuracy.regime_for``): what its band and its ceiling
     are read from."""
@@ -103,5 +108,5 @@ def _band_regime(
         named_kernel,
         per_node,
         node.scaleup_domain_size,
-        tp_overlap_off,
+        run_features,
     )

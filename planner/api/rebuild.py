@@ -97,6 +97,7 @@ def dropped_choices(before: Plan, after: Plan) -> tuple[str, ...]:
             before.optimizer_precision.param_remainders,
             after.optimizer_precision.param_remainders,
         ),
+        ("--pure-bf16", before.optimizer_precision.pure_bf16, after.optimizer_precision.pure_bf16),
     )
     return tuple(
         f"the plan's {flag} is dropped: {after.stack.value} does not offer it (estimated without it)"

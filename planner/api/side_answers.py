@@ -107,7 +107,7 @@ def median_choice(
         request.model.is_moe,
         (Risk.P50.quantile,),
         named_kernel=request.kernel_choice,
-        tp_overlap_off=request.tp_overlap_off,
+        run_features=request.run_features,
     )
     factor = table.extra["time_factor"]
     seconds = table.time_to_train_s / factor * median

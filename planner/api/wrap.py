@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from planner.accuracy import run_feature_bits
 from planner.api.ceiling_estimate import judged_estimate
 from planner.catalog.hardware import Catalog, GPUSpec
 from planner.catalog.networks import canonical_network
@@ -93,7 +94,7 @@ class JobChoices:
         calibration: PlanCalibration | None,
     ) -> Estimate:
         """``judged_estimate`` of a configuration of this job on ``gpu`` (its priced catalog entry):
-        the rules its stack binds, the kernel and TP overlap it chose, whether ``calibration``
+        the rules its stack binds, the kernel, TP overlap and pure bf16 it chose, whether ``calibration``
         measured the GPU's rates, derived here once for a searched row and a given configuration."""
         stack = Stack(self.stack)
         return judged_estimate(
@@ -111,7 +112,8 @@ class JobChoices:
             # Another stack's plan is an estimate only: trainplan's trainer limits do not bind it.
             trainer_rules=stack.trainer_rules,
             named_kernel=kernel_choice(stack, self.attention),
-            tp_overlap_off=stack.tp_overlap_off(self.tp_comm_overlap),
+            run_features=run_feature_bits(stack, self.tp_comm_overlap, self.optimizer_precision.pure_bf16),
+            optimizer=self.optimizer_precision,
         )
 
 

@@ -46,6 +46,7 @@ from planner.model.memory import (
     per_op_selective,
     usable_capacity,
 )
+from planner.model.optimizer_precision import DEFAULT_OPTIMIZER_PRECISION, OptimizerPrecision
 from planner.model.rates import TimedKernel, timed_attention_kernels
 from planner.model.rowwise import RULE_COLUMNS, per_distinct_row
 from planner.model.settings import DEFAULT_SETTINGS, ModelingSettings
@@ -259,24 +260,23 @@ def estimate(
     trainer_rules: bool = True,
     mfu_ceiling: float | None = None,
     stack: Stack | None = None,
+    optimizer: OptimizerPrecision = DEFAULT_OPTIMIZER_PRECISION,
 ) -> Estimate:
     """Predict one configuration. Raises ValueError when the layout cannot exist (or, with
     ``trainer_rules``, when trainplan's trainer cannot run it: planner/model/structure.py).
-    ``mfu_ceiling``: hold the step at this MFU (``score``); ``stack``: whose refusals bind the
-    memory fixes it names (the caller checked the configuration itself)."""
+    ``mfu_ceiling``: hold the step at this MFU (``score``); ``stack``, ``optimizer`` (the run's formats,
+    in ``settings`` already): whose refusals bind the memory fixes it names (the caller checked the rest)."""
     catalog = catalog or load_catalog()
     gpu_spec = catalog.gpu(gpu) if isinstance(gpu, str) else gpu
-    gpus_per_node = gpus_per_node_of(num_gpus, num_nodes, catalog.node(gpu_spec.default_node))
-    resolved, c = checked_configuration(
-        model, gpu_spec, layout, training, num_gpus, gpus_per_node, catalog, trainer_rules
-    )
+    per_node = gpus_per_node_of(num_gpus, num_nodes, catalog.node(gpu_spec.default_node))
+    resolved, c = checked_configuration(model, gpu_spec, layout, training, num_gpus, per_node, catalog, trainer_rules)
     s = score(model, c, settings, None if mfu_ceiling is None else np.array([mfu_ceiling]))
     seconds, cost, energy = job_totals(s, c, training_tokens, settings)
     g = job_goodput(s, c, training_tokens, settings)
     feasible = bool(s.fits[0])
     terms = MemoryTerms(**s.memory.as_gib())
-    check = FitCheck(model, gpu_spec, resolved, training, num_gpus, gpus_per_node, catalog, trainer_rules, stack)
-    reason, fixes = (None, ()) if feasible else _unfit_words(check, c, s, settings, terms)
+    fit = FitCheck(model, gpu_spec, resolved, training, num_gpus, per_node, catalog, trainer_rules, stack, optimizer)
+    reason, fixes = (None, ()) if feasible else _unfit_words(fit, c, s, settings, terms)
     optional = lambda v: None if not np.isfinite(v[0]) else float(v[0])  # noqa: E731
     (timed,) = timed_attention_kernels(model, c, settings)
     return Estimate(

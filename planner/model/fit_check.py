@@ -17,7 +17,7 @@ from planner.model.configuration import checked_configuration, refused_by
 from planner.model.host import row_fits
 from planner.model.memory import memory, offload_keeps_grads
 from planner.model.memory_fixes import FixProbes, World, kept_replicas, memory_fix_hint
-from planner.model.optimizer_precision import OptimizerPrecision, refused_rows
+from planner.model.optimizer_precision import DEFAULT_OPTIMIZER_PRECISION, OptimizerPrecision, refused_rows
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.model.stacks import Stack
@@ -29,6 +29,8 @@ OPTIMIZER_FIXES = (
     (FixCode.BF16_GRADS, OptimizerPrecision(grad_reduce_bf16=True)),
     (FixCode.PARAM_REMAINDERS, OptimizerPrecision(param_remainders=True)),
     (FixCode.BF16_GRADS_AND_REMAINDERS, OptimizerPrecision(grad_reduce_bf16=True, param_remainders=True)),
+    # the stacks that train pure bf16 offer none of the three above, so it is the first they name
+    (FixCode.PURE_BF16, OptimizerPrecision(pure_bf16=True)),
 )
 
 
@@ -64,7 +66,8 @@ def _digits(need: float, usable: float) -> int:
 @dataclass(frozen=True)
 class FitCheck:
     """Whether a memory fix's layout would run: the same configuration with a wider degree or with
-    host offload, checked as an estimate is (and against ``stack``'s refusals, when given), on the
+    host offload, checked as an estimate is (and against ``stack``'s refusals, when given, and the
+    run's ``optimizer`` formats'), on the
     GPUs the hint would name: these, or as many more as the degree outgrows them by."""
 
     model: ModelSpec
@@ -76,6 +79,8 @@ class FitCheck:
     catalog: Catalog
     trainer_rules: bool
     stack: Stack | None
+    # the run's optimizer formats (pure bf16 refuses host offload: ``refused_rows``)
+    optimizer: OptimizerPrecision = DEFAULT_OPTIMIZER_PRECISION
 
     def fitting_world(
         self, degree: str, value: int, settings: ModelingSettings, config: TrainingConfig | None = None
@@ -102,6 +107,8 @@ class FitCheck:
             return False
         if self.stack is not None and refused_by(self.stack, self.model, layout.resolve(world), config):
             return False
+        if refused_rows(self.optimizer, code(layout.sharding), code(config.precision), config.offload):
+            return False  # trial bf16pure55: host offload was named as a fix of a pure-bf16 run, which refuses it
         # the device and the host, as the estimate judges a row (trial s52: an offload named where the
         # host could not hold the states)
         return settings is None or bool(
@@ -126,7 +133,8 @@ class FitCheck:
             return None
         sharding, precision = code(self.resolved.sharding), code(self.training.precision)
         for fix, chosen in OPTIMIZER_FIXES:
-            offered = chosen.kept_under(self.stack) == chosen and not refused_rows(chosen, sharding, precision)
+            refused = refused_rows(chosen, sharding, precision, self.training.offload)
+            offered = chosen.kept_under(self.stack) == chosen and not refused
             narrower = chosen.applied(settings)
             if offered and narrower != settings and self._runs(self.resolved, self.num_gpus, self.training, narrower):
                 return fix

@@ -56,10 +56,12 @@ STRAGGLER_BASE_GPUS = 8.0
 
 
 def checkpoint_bytes_per_param(s: ModelingSettings) -> float:
-    """Bytes per parameter in a training checkpoint: fp32 master weights and the AdamW moments at
-    the stack's width (``s.adam_state_bytes``: bf16 moments for DeepSeek-V3); the gradients are
-    not saved."""
-    return FP32_BYTES + s.adam_state_bytes
+    """Bytes per parameter in a training checkpoint: fp32 master weights (bf16 in pure bf16, whose
+    bf16 weights are the master: ``s.weights_are_master``, ``s.master_param_bytes``) and the AdamW
+    moments at the stack's width (``s.adam_state_bytes``: bf16 moments for DeepSeek-V3 and pure
+    bf16); the gradients are not saved. 16-bit remainders are saved as the fp32 master they rebuild."""
+    master = s.master_param_bytes if s.weights_are_master else FP32_BYTES
+    return master + s.adam_state_bytes
 
 
 def checkpoint_bytes(model: ModelSpec, s: ModelingSettings) -> float:

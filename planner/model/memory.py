@@ -20,9 +20,6 @@ from planner.model.candidates import (
     AC_FULL,
     AC_SELECTIVE,
     IMPL_NATIVE,
-    PREC_FP32,
-    SHARD_FSDP,
-    SHARD_ZERO1,
     SHARD_ZERO2,
     Candidates,
 )
@@ -47,9 +44,13 @@ from planner.model.saved_bytes import score_backward_bytes as score_backward_byt
 from planner.model.saved_bytes import tp_gathered_bytes as tp_gathered_bytes
 from planner.model.settings import FUSED_CE_BYTES_PER_LOGIT, ModelingSettings
 from planner.model.spec import ModelSpec
-from planner.model.stage_params import StageParams, stage_params
+from planner.model.stage_params import stage_params
+from planner.model.state_memory import offload_keeps_grads as offload_keeps_grads
+from planner.model.state_memory import optimizer_grad_copy_bytes as optimizer_grad_copy_bytes
+from planner.model.state_memory import state_bytes as state_bytes
+from planner.model.state_memory import unsharded_param_bytes as unsharded_param_bytes
 from planner.model.zero_collectives import bucket_buffer_bytes
-from planner.units import FP32_BYTES, GIB
+from planner.units import GIB
 
 
 def usable_capacity(capacity, headroom: float):
@@ -88,76 +89,6 @@ class MemoryBreakdown:
     def as_gib(self, row: int = 0) -> dict[str, float]:
         skip = {"peak_allocated", "reserved", "device_total", "at_backward"}
         return {f.name: float(getattr(self, f.name)[row]) / GIB for f in fields(self) if f.name not in skip}
-
-
-def state_bytes(stage: StageParams, c: Candidates, s: ModelingSettings) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Master params (fp32 unless ``s.master_param_bytes`` says less), full-step grads and AdamW
-    moments per GPU, by sharding stage.
-
-    DDP keeps all three whole. ZeRO-1 shards the optimizer state, which includes the fp32 master
-    weights (Rajbhandari et al. 2020, Sec. 5: K = 12 bytes per parameter; in fp32 training the
-    weights themselves, whole under ZeRO-1/2); ZeRO-2 also the grads; FSDP also the 16-bit working
-    params (counted in ``unsharded_param_bytes``). Offload moves all three to host memory (unsharded
-    gradients stay where ``s.offload_unsharded_grads`` is off). MoE experts split over ep ranks are
-    sharded over the other ``shard_group / ep``: the sharded states are ``total / shard_group``
-    either way, the unsharded ones hold 1/ep of the experts (``StageParams.held``): the
-    expert-data-parallel group of Megatron-Core (``dp x cp x tp / (ep x etp)``, parallel_state.py)
-    gives the same per-rank share, ``experts / (ep x edp) = experts / shard_group``. Gradients are
-    ``grad_element_bytes`` per element (fp32 unless a stack keeps bf16 gradient buffers).
-    """
-    local, held = stage.total / c.tp, stage.held / c.tp
-    shard = np.maximum(c.shard_group, 1)
-    master = np.where(c.sharding >= SHARD_ZERO1, local / shard, held) * s.master_param_bytes
-    # fp32 training has no master apart from the weights: under ZeRO-1/2 they stay whole on every
-    # rank, fp32 (Megatron's distributed optimizer takes views of them; trial s40: counted as a 1/dp
-    # shard, 11-26 GiB short per GPU). FSDP shards them (``unsharded_param_bytes`` the gathered).
-    whole_fp32 = (c.precision == PREC_FP32) & (c.sharding >= SHARD_ZERO1) & (c.sharding < SHARD_FSDP)
-    params = np.where(whole_fp32, held * FP32_BYTES, master)
-    # a stack whose ZeRO-3 keeps a 16-bit shard beside the fp32 one (DeepSpeed; on the GPU under
-    # optimizer offload too: ``lp_param_shard_bytes``)
-    lp_shard = np.where(c.sharding == SHARD_FSDP, local / shard, 0.0) * s.lp_param_shard_bytes
-    grads = np.where(c.sharding >= SHARD_ZERO2, local / shard, held) * grad_element_bytes(c, s)
-    moments = np.where(c.sharding >= SHARD_ZERO1, local / shard, held) * s.adam_state_bytes
-    on_gpu = ~c.offload.astype(bool)
-    grads_on_gpu = on_gpu | offload_keeps_grads(c.sharding, s)
-    return params * on_gpu + lp_shard, grads * grads_on_gpu, moments * on_gpu
-
-
-def offload_keeps_grads(sharding: np.ndarray | int, s: ModelingSettings) -> np.ndarray:
-    """Where host offload leaves the gradients whole on the GPU (``sharding`` as candidate codes):
-    below ZeRO-2, on a stack whose offload moves only the optimizer's states
-    (``s.offload_unsharded_grads`` off). One rule for the GPU's memory, the host's and the fix."""
-    return (np.asarray(sharding) < SHARD_ZERO2) & (not s.offload_unsharded_grads)
-
-
-def optimizer_grad_copy_bytes(stage: StageParams, c: Candidates, s: ModelingSettings) -> np.ndarray:
-    """fp32 gradient shard a sharded optimizer makes from 16-bit gradients (``grad_element_bytes``
-    < 4) at its step; none when the gradients are fp32 already (the default) or the optimizer reads
-    the 16-bit shard itself (``s.optimizer_copies_16bit_grads`` off)."""
-    shard = np.maximum(c.shard_group, 1)
-    copies = s.optimizer_copies_16bit_grads
-    sharded = copies & (c.sharding >= SHARD_ZERO1) & ~c.offload.astype(bool) & (grad_element_bytes(c, s) < FP32_BYTES)
-    return np.where(sharded, stage.total / c.tp / shard * FP32_BYTES, 0.0)
-
-
-def unsharded_param_bytes(stage: StageParams, c: Candidates, s: ModelingSettings) -> np.ndarray:
-    """Compute-dtype parameter copies that exist during forward/backward.
-
-    FSDP: the root (embedding/head) stays gathered for the whole step, plus the gathered block
-    and the one being prefetched. ZeRO-2 (no reshard after forward) keeps every block gathered.
-    DDP/ZeRO-1 keep a low-precision working copy of every weight for the step (FSDP2's
-    ``replicate`` and no-reshard wrapping cast the fp32 master once per step).
-    """
-    dtype = compute_dtype_bytes(c)
-    blocks_gathered = np.where(
-        c.sharding == SHARD_FSDP,
-        np.minimum(s.fsdp_unsharded_blocks, stage.blocks / stage.per_block),
-        stage.blocks / stage.per_block,
-    )
-    # A gathered MoE block holds its ep rank's experts only.
-    copies = (stage.root + blocks_gathered * stage.held_per_block) / c.tp * dtype
-    needs_copy = (c.precision != PREC_FP32) | (c.sharding == SHARD_FSDP) | c.offload.astype(bool)
-    return np.where(needs_copy, copies, 0.0)
 
 
 def activation_bytes(

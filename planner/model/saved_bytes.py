@@ -39,6 +39,14 @@ def grad_element_bytes(c: Candidates, s: ModelingSettings) -> np.ndarray:
     return np.where(model_dtype, compute_dtype_bytes(c), s.grad_bytes)
 
 
+def reduced_grad_bytes(c: Candidates, s: ModelingSettings) -> np.ndarray:
+    """Bytes per gradient element the data-parallel reductions move: the held width
+    (``grad_element_bytes``), or ``s.grad_reduce_bytes`` where the stack reduces in another
+    (torchtitan's pure bf16: fp32, its gradient shards bf16)."""
+    held = grad_element_bytes(c, s)
+    return held if s.grad_reduce_bytes is None else np.full_like(held, s.grad_reduce_bytes, dtype=float)
+
+
 def tp_gathered_bytes(c: Candidates, s: ModelingSettings) -> np.ndarray:
     """Bytes of a tp-gathered block activation (a column-parallel linear's input): fp8 x tp on
     native blocks casts it to float8 before the all-gather and the linears save that float8

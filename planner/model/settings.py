@@ -4,7 +4,9 @@ Defaults are physical where a physical value exists (byte sizes, collective algo
 calibrated where none does (efficiencies, software overheads). ``docs/model.md`` gives the
 source or the calibration row behind each one; ``tests/planner/test_calibration.py`` keeps them honest.
 The settings of the whole job beyond its step (failures and checkpoints, the run's other losses,
-offload's host, power) are ``JobSettings``, its base (planner/model/settings_job.py).
+offload's host, power) are ``JobSettings``, its base (planner/model/settings_job.py); the number
+formats of the weights, gradients and optimizer states are ``FormatSettings``, the base between
+(planner/model/settings_formats.py).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 from planner.model.attention_kernels import AttentionKernel, CudnnGeneration
 from planner.model.block_rows import Recompute
 from planner.model.cp_ring import RingLoop
-from planner.model.settings_job import CLIP_BYTES_PER_PARAM, JobSettings
+from planner.model.settings_formats import FormatSettings
 from planner.model.zero_config import ZeroConfig
 from planner.units import GIB, MIB
 
@@ -37,7 +39,7 @@ DTENSOR_TP_COMM_OVERLAP = 0.0
 
 
 @dataclass(frozen=True)
-class ModelingSettings(JobSettings):
+class ModelingSettings(FormatSettings):
     # --- compute -------------------------------------------------------------------------
     # Per-GPU achievable rates live in the catalog (hw_catalog/gpus/*.toml, planner/model/
     # rates.py). The fractions below apply only to a GPU whose file has no such figure, and are
@@ -187,11 +189,7 @@ class ModelingSettings(JobSettings):
     compile_host_factor: float = 0.35
     # Fraction of host dispatch hidden behind GPU work (queue runs ahead of the GPU).
     host_overlap: float = 1.0
-    # --- optimizer -------------------------------------------------------------------------
-    # Fused AdamW streams fp32 param, grad, m, v (read 16 B) and writes param, m, v (12 B).
-    adamw_bytes_per_param: float = 28.0
-    # Gradient clipping reads every gradient once (foreach norm) and scales it (read+write).
-    clip_bytes_per_param: float = CLIP_BYTES_PER_PARAM
+    # --- sharded data parallelism's copies and the offload link --------------------------
     # FSDP2 per all-gather pass: fp32 shard -> bf16 copy-in, gather, copy-out (bytes/param);
     # per reduce-scatter: bf16 grad -> fp32, copy-in, reduce, shard out.
     fsdp_gather_copy_bytes_per_param: float = 8.0
@@ -201,41 +199,6 @@ class ModelingSettings(JobSettings):
     offload_bytes_per_param: float = 8.0
     host_link_bandwidth: float = 25e9
     # --- memory ----------------------------------------------------------------------------
-    # Bytes per gradient element held for the step and moved by the data-parallel reductions:
-    # fp32 (trainplan's FSDP2 reduce dtype, Megatron's grad_reduce_in_fp32). 2: bf16 gradient
-    # buffers, reduced in bf16.
-    grad_bytes: float = 4.0
-    # A ZeRO optimizer (stage >= 1) that keeps its gradient buckets and partitions in the model's
-    # dtype, the fp32 copy of the rank's partition made at the step (``grad_element_bytes``):
-    # DeepSpeed's stage_1_and_2 and stage 3 where data_types.grad_accum_dtype is unset (engine.py:
-    # it defaults to the model dtype; docs/deepspeed-zero-reading.md 1a). Stage 0 under bf16 runs
-    # its BF16_Optimizer with fp32 gradients (``grad_bytes``).
-    zero_grads_in_model_dtype: bool = False
-    # 16-bit gradients autograd leaves beside an fp32 accumulator, per local parameter, unsharded.
-    # 0: none (Megatron accumulates into fp32 main_grad in the wgrad GEMM; FSDP2 reduces them away).
-    # DeepSpeed's BF16_Optimizer (ZeRO stage 0/1) clears them only as the next backward starts, so
-    # a whole set stands beside the fp32 one after every micro-batch (bf16_optimizer.py backward and
-    # runtime/pipe/engine.py _exec_backward_pass: clear_lp_grads, backward,
-    # update_hp_grads(clear_lp_grads=False); DeepSpeed 56c5223). Not under ZeRO-2/3 (memory.py).
-    lp_grad_bytes: float = 0.0
-    # A 16-bit shard kept beside the fp32 master shard (bytes per parameter over the group). 0: FSDP2
-    # (its shard is the master; bf16 is made at the all-gather). DeepSpeed ZeRO-3 keeps both (stage3.py
-    # ``fp16_partitioned_groups_flat`` beside ``fp32_partitioned_groups_flat``): ZeRO's (2 + 2 + K) / N.
-    lp_param_shard_bytes: float = 0.0
-    # AdamW's exp_avg + exp_avg_sq per parameter: fp32 (8); bf16 moments halve it.
-    adam_state_bytes: float = 8.0
-    # The optimizer's master copy of each parameter (sharded with the moments from ZeRO-1 on):
-    # fp32 (4). 2: apex's DistributedFusedAdam with ``store_param_remainders``, which NeMo 1.x
-    # turns on for bf16 working weights (megatron_amp_O2): it keeps only the low 16 bits of the
-    # fp32 master, the bf16 weights hold the rest (NeMo megatron_base_model.py
-    # setup_optimization, 24.03-24.07). Checkpoints still hold fp32 (goodput.py).
-    master_param_bytes: float = 4.0
-    # A sharded optimizer casts its 16-bit gradient shard to fp32 at the step (Megatron's distributed
-    # optimizer: ``shard_main_param.grad = shard_model_grad.float()``; DeepSpeed's partitions
-    # likewise; ``memory.optimizer_grad_copy_bytes``). Off: Megatron-Core's precision-aware
-    # optimizer hands TE FusedAdam the shard itself (``shard_main_param.decoupled_grad =
-    # shard_model_grad``, distrib_optimizer.py ``_copy_model_grads_to_main_grads``; review s40).
-    optimizer_copies_16bit_grads: bool = True
     # Bytes per logit the loss backward holds at its peak (``logits_loss_bytes``): 12 for an
     # fp32 log-softmax with its saved output, incoming gradient and result.
     loss_bytes_per_logit: float = 12.0

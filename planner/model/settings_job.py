@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from planner.catalog.terms import TermBilling
-from planner.units import GIB, HOURS_PER_YEAR, MONTHS_PER_YEAR, SECONDS_PER_MINUTE
+from planner.units import FP32_BYTES, GIB, HOURS_PER_YEAR, MONTHS_PER_YEAR, SECONDS_PER_MINUTE
 
 # --- the host's AdamW step under CPU offload: one published timing on a known host ----------
 # Ren et al. 2021, "ZeRO-Offload: Democratizing Billion-Scale Model Training" (USENIX ATC '21,
@@ -48,9 +48,16 @@ DEEPSPEED_CPU_ADAM_HOST_BANDWIDTH_FRACTION = (
     * DEEPSPEED_CPU_ADAM_BYTES_PER_PARAM
     / ZERO_OFFLOAD_HOST_MEMORY_BANDWIDTH
 )
-# Gradient clipping reads every gradient once (foreach norm) and scales it (read + write): fp32
-# bytes per parameter (``ModelingSettings.clip_bytes_per_param``'s default).
-CLIP_BYTES_PER_PARAM = 12.0
+
+
+def clip_streamed_bytes(grad: float) -> float:
+    """Bytes gradient clipping streams per parameter: it reads every gradient once (foreach norm)
+    and scales it (read + write), 3 x the gradient's width."""
+    return 3.0 * grad
+
+
+# fp32 gradients' (``ModelingSettings.clip_bytes_per_param``'s default): 12.
+CLIP_BYTES_PER_PARAM = clip_streamed_bytes(FP32_BYTES)
 
 
 @dataclass(frozen=True)

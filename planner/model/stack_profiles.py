@@ -31,6 +31,7 @@ from planner.model.settings_job import (
     REDUCE_EVERY_MICROBATCH,
 )
 from planner.model.zero_config import HF_DOCUMENTED_ZERO
+from planner.units import FP32_BYTES
 
 # Megatron's vocabulary-parallel cross-entropy (megatron/core/tensor_parallel/cross_entropy.py,
 # the same in Megatron-LM 2021-22): the bf16 logits of 1/tp of the vocabulary are cast to fp32
@@ -306,6 +307,11 @@ TORCHTITAN_SETTINGS = DEFAULT_SETTINGS.but(
     compile_fuses_loss=True,
     selective_per_op=True,
     cp_ring_loop=TORCH_RING_LOOP,
+    # Its pure bf16 (``training.dtype = "bfloat16"``) still reduces in fp32: ``mixed_precision_reduce``
+    # admits only "float32" (torchtitan/config/configs.py l.102 at b5bcd76), passed to every FSDP2 unit
+    # (models/llama3/parallelize.py l.57-72, DDP too: a shard degree of 1), and FSDP2 keeps a reduce
+    # dtype unlike the parameters' (torch 2.13 _fsdp_param.py ``init_dtype_attrs``).
+    pure_bf16_reduce_bytes=FP32_BYTES,
 )
 
 # Hugging Face Trainer / accelerate: transformers' modules (impl hf) under accelerate's FSDP (or

@@ -312,6 +312,22 @@ class Stack(StrEnum):
         return self is Stack.MEGATRON_CORE
 
     @property
+    def trains_pure_bf16(self) -> bool:
+        """Whether --pure-bf16 is one of its choices (weights, gradients and AdamW moments all bf16, no
+        fp32 master): trainplan's trainer casts the weights to bf16 before sharding (trainer/parallel.py
+        ``cast_to_pure_bf16``); torchtitan's ``training.dtype = "bfloat16"`` builds the model in bf16
+        ("without an extra copy of fp32 weights": torchtitan/config/configs.py l.87, trainer.py l.358 at
+        b5bcd76; pytorch/torchtitan#1646); HF Trainer trains the dtype a model was loaded in, and
+        accelerate's FSDP2 upcasts it to fp32 only where mixed precision is on (src/accelerate/utils/
+        fsdp_utils.py l.803-810 at 16cb6eb), so a model loaded in bf16 without --bf16. Not DeepSpeed,
+        whose ``bf16_master_weights_and_grads`` keeps a bf16 master partition cloned beside the model's
+        weights (runtime/zero/stage_1_and_2.py l.492 at edaa722), a copy pure bf16 has not; not
+        llm-foundry, whose Composer precisions are fp32 or autocast over fp32 weights
+        (composer/core/precision.py); not the Megatron family, whose optimizer wrappers always keep
+        main params (NVIDIA/Megatron-LM#1821, open), nor DeepSeek-V3 (fp32 masters, report sec. 3.3.4)."""
+        return self in (Stack.TRAINPLAN, Stack.TORCHTITAN, Stack.HF_TRAINER)
+
+    @property
     def serialises_host(self) -> bool:
         """Whether its profile times the host's dispatch in series with the GPU (``host_overlap`` < 1:
         megatron-deepspeed, run with CUDA_LAUNCH_BLOCKING=1 by both its measured sources)."""

@@ -21,7 +21,7 @@ from planner.model.flops import (
     recompute_fraction,
 )
 from planner.model.memory import compute_dtype_bytes, tp_gathered_bytes
-from planner.model.saved_bytes import grad_element_bytes
+from planner.model.saved_bytes import reduced_grad_bytes
 from planner.model.settings import ModelingSettings
 from planner.model.spec import ModelSpec
 from planner.model.stage_params import busiest_stage, busiest_stage_params, layers_per_stage
@@ -84,7 +84,7 @@ def data_parallel_comm_s(
     waited-for ones). Sharded rows gather and reduce over the shard group (``sharded_comm_s``) and
     all-reduce the shard over the replicas (HSDP); DDP all-reduces the whole gradient once."""
     local_params = busiest_stage_params(model, c) / c.tp
-    grad_bytes = grad_element_bytes(c, s)
+    grad_bytes = reduced_grad_bytes(c, s)
     reductions = reductions_per_step(c, s)
     # Context-parallel ranks hold the same weights: they shard and reduce with the dp ranks.
     shard_link = comm.group_link(c, c.shard_group, c.tp, s)
@@ -111,12 +111,12 @@ def sharded_comm_s(
 
     Per step (trainer/parallel.py): FSDP gathers params for each forward and each backward;
     ZeRO-1/2 gather once and keep them through the accumulation window. FSDP and ZeRO-2
-    reduce-scatter gradients (``grad_element_bytes`` each) after every micro-batch (they stay
+    reduce-scatter gradients (``reduced_grad_bytes`` each) after every micro-batch (they stay
     sharded); ZeRO-1 and pipelines accumulate locally and reduce once. Each pass is one collective
     per block (+ one for the root), each paying the ring latency."""
     dtype = compute_dtype_bytes(c)
     calls = n_layers + 1
-    grad_bytes = grad_element_bytes(c, s)
+    grad_bytes = reduced_grad_bytes(c, s)
     gathers = gathers_per_step(c, s)
     reductions = reductions_per_step(c, s)
 

@@ -325,10 +325,10 @@ def row_evidence(
 ) -> RowEvidence:
     """The evidence columns of ``c`` for the request's stack and risk (``calibrated``: the GPU ids
     a calibration file measured, whose ceiling it lifts)."""
-    moe, named, off = request.model.is_moe, request.kernel_choice, request.tp_overlap_off
+    moe, named, run = request.model.is_moe, request.kernel_choice, request.run_features
     quantiles = (request.risk.quantile, *BAND_QUANTILES)
     risk, lo, hi = accuracy.time_factors(
-        c, gpus, request.stack.value, moe, quantiles, named_kernel=named, tp_overlap_off=off
+        c, gpus, request.stack.value, moe, quantiles, named_kernel=named, run_features=run
     )
     # a coarse-expert model is held at the dense ceiling (planner/accuracy/ceiling.py)
     ceilings = accuracy.mfu_ceilings(
@@ -339,7 +339,7 @@ def row_evidence(
         calibrated,
         named_kernel=named,
         coarse=coarse_experts(request.model),
-        tp_overlap_off=off,
+        run_features=run,
     )
     if any(g.measured_job is not None for g in gpus):  # its own shape is its measurement: not held
         ceilings = np.where(measured_job_rows(c, gpus, request.model.name, request.stack), np.nan, ceilings)

@@ -93,8 +93,8 @@ class SearchSpace:
     stack: Stack = Stack.TRAINPLAN
     # Megatron-Core's overlapped expert all-to-alls (--moe-a2a-overlap): only the layouts it runs.
     moe_a2a_overlap: bool = False
-    # The optimizer formats a run asks (--grad-reduce-in-bf16, --precision-aware-optimizer): only the
-    # rows Megatron-Core runs them on (``optimizer_precision.refused_rows``).
+    # The optimizer formats a run asks (--grad-reduce-in-bf16, --precision-aware-optimizer, --pure-bf16):
+    # only the rows its stack runs them on (``optimizer_precision.refused_rows``).
     optimizer_precision: OptimizerPrecision = DEFAULT_OPTIMIZER_PRECISION
 
 
@@ -236,7 +236,7 @@ def gpu_rows(
         ).any()
         & ~excess_ac_blocks(model, space, rows)
         & ~(space.moe_a2a_overlap & a2a_overlap_refused(rows["ep"], pp, rows["vpp"], rows["ac"]))
-        & ~refused_rows(space.optimizer_precision, sharding, rows["precision"])
+        & ~refused_rows(space.optimizer_precision, sharding, rows["precision"], rows["offload"])
         & structurally_valid(
             model,
             tp=tp,

@@ -109,7 +109,7 @@ def test_validated_megatron_core_says_its_rows_are_tuned_recipes():
 
 def test_the_search_and_an_estimate_place_the_off_regime_alike():
     """One rule (``feature_bits``) for a candidate row of the search and an estimate's regime."""
-    from planner.accuracy import _key_parts, _regime_keys, regime_for
+    from planner.accuracy import _key_parts, _regime_keys, regime_for, run_feature_bits
     from planner.accuracy.regime import Feature
     from planner.catalog.hardware import load_catalog
     from planner.model.candidates import single
@@ -118,6 +118,7 @@ def test_the_search_and_an_estimate_place_the_off_regime_alike():
     layout = Layout(tp=2, sharding=Sharding.ZERO1).resolve(16)
     c = single(gpu, layout, TRAINING, gpus_per_node=8, network_bandwidth=1e9)
     for off in (True, False):
-        _, bits, _ = _key_parts(int(_regime_keys(c, False, "megatron-core", "", off)[0]))
-        regime = regime_for("megatron-core", gpu, layout, TRAINING, False, "", 8, tp_overlap_off=off)
+        run = run_feature_bits(Stack.MEGATRON_CORE, not off, False)
+        _, bits, _ = _key_parts(int(_regime_keys(c, False, "megatron-core", "", run)[0]))
+        regime = regime_for("megatron-core", gpu, layout, TRAINING, False, "", 8, run_features=run)
         assert bits == regime.features and bool(bits & Feature.TP_OVERLAP_OFF) is off

@@ -17,6 +17,7 @@ from planner.catalog.models import get_preset
 from planner.errors import ExitCode
 from planner.estimate_parts import MemoryEstimate, ThroughputEstimate, TimeEstimate
 from planner.layout import Layout, TrainingConfig
+from planner.model.optimizer_precision import DEFAULT_OPTIMIZER_PRECISION, OptimizerPrecision
 from planner.model.spec import ModelSpec
 from planner.plan import Estimate, Plan
 from support import REPO
@@ -57,6 +58,7 @@ def make_plan(
     hf_config_path: str | None = None,
     num_nodes: int = 1,
     gpu: str = "h100-sxm",
+    optimizer_precision: OptimizerPrecision = DEFAULT_OPTIMIZER_PRECISION,
 ) -> Plan:
     memory = MemoryEstimate(
         peak_gib=PREDICTED_PEAK_GIB,
@@ -95,6 +97,7 @@ def make_plan(
         layout=layout,
         training=training,
         estimate=estimate,
+        optimizer_precision=optimizer_precision,
     )
 
 
@@ -110,7 +113,9 @@ def write_job(
     grad_accum: int = 1,
     **run_settings,
 ) -> Path:
-    """A job directory for the tiny model; ``run_settings`` override RunSettings and TrainingConfig fields."""
+    """A job directory for the tiny model; ``run_settings`` override RunSettings and TrainingConfig fields
+    (and ``optimizer_precision``, the plan's)."""
+    formats = run_settings.pop("optimizer_precision", DEFAULT_OPTIMIZER_PRECISION)
     training_fields = {k: run_settings.pop(k) for k in list(run_settings) if k in TrainingConfig.model_fields}
     training = TrainingConfig(
         seq_len=seq_len, micro_batch=micro_batch, grad_accum=grad_accum, **{"precision": "fp32", **training_fields}
@@ -118,7 +123,8 @@ def write_job(
     defaults = dict(steps=30, lr=3e-3, warmup_steps=3, checkpoint_every=1000, probe_steps=2, seed=1234)
     run = RunSettings(**{**defaults, **run_settings})
     job_dir.mkdir(parents=True, exist_ok=True)
-    JobSpec(name="tiny-test", plan=make_plan(layout, training, num_gpus, model, hf_config_path), run=run).save(job_dir)
+    plan = make_plan(layout, training, num_gpus, model, hf_config_path, optimizer_precision=formats)
+    JobSpec(name="tiny-test", plan=plan, run=run).save(job_dir)
     return job_dir
 
 

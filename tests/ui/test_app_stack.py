@@ -210,6 +210,30 @@ def test_optimizer_formats_are_offered_under_megatron_core_only_and_reach_the_pl
         assert tr("card_optimizer", formats=formats) in [m.value for m in (*at.markdown, *at.caption)]
 
 
+def test_pure_bf16_is_offered_where_the_stack_trains_so_and_reaches_the_plan():
+    """The box appears under trainplan, torchtitan and hf-trainer (both languages), not under the
+    Megatron family or DeepSpeed; ticked, the plan on the card is the API's pure-bf16 plan (half the
+    states: a cheaper plan) and the card names the format."""
+    pure = OptimizerPrecision(pure_bf16=True)
+    request = request_for(get_preset("llama3-8b"), gpus={"h100-sxm": None}, seq_len=4096, optimizer_precision=pure)
+    expected = plan(request).plan
+    mixed = plan(request.model_copy(update={"optimizer_precision": OptimizerPrecision()})).plan
+    assert expected.optimizer_precision == pure and expected.estimate.cost_usd < mixed.estimate.cost_usd
+    offered = (Stack.TRAINPLAN, Stack.TORCHTITAN, Stack.HF_TRAINER)
+    for tr in (EN, ZH):
+        at = run_app(gpus=["h100-sxm"], preset="llama3-8b", seq_len=4096, lang=tr.lang)
+        for stack in (Stack.MEGATRON_CORE, Stack.DEEPSPEED, *reversed(offered)):
+            at.sidebar.selectbox(key="stack").set_value(stack.value).run()
+            boxes = [c for c in at.sidebar.checkbox if c.key == "pure_bf16"]
+            assert [c.label for c in boxes] == ([tr("pure_bf16")] if stack in offered else [])
+        assert headline(at, tr) == shown_card(mixed, tr)
+        boxes[0].check()
+        at.run()
+        assert not at.exception, [e.value for e in at.exception]
+        assert headline(at, tr) == shown_card(expected, tr) != shown_card(mixed, tr)
+        assert tr("card_optimizer", formats=tr("pure_bf16")) in [m.value for m in (*at.markdown, *at.caption)]
+
+
 def test_a_calibration_file_reaches_the_plan_and_names_its_machine(tmp_path):
     base = plan(request_for()).plan
     rate = rate_file_values(load_catalog().gpu(base.gpu).rates)["gemm_bf16_tflops_achieved"]

@@ -77,7 +77,7 @@ def test_nemotron_340b_fits_its_published_layout_with_its_recipes_optimizer(caps
     assert not default["feasible"] and "(--grad-reduce-in-bf16 --precision-aware-optimizer)" in default["fix"]
     recipe = _estimate(capsys, *NEMOTRON_340B, "--grad-reduce-in-bf16", "--precision-aware-optimizer")
     assert recipe["feasible"], recipe["reason"]
-    assert recipe["optimizer_precision"] == {"grad_reduce_bf16": True, "param_remainders": True}
+    assert recipe["optimizer_precision"] == {"grad_reduce_bf16": True, "param_remainders": True, "pure_bf16": False}
     states = lambda e: e["memory"]["breakdown_gib"]  # noqa: E731
     assert states(recipe)["params"] == pytest.approx(states(default)["params"] / 2)
     assert main(["estimate", *NEMOTRON_340B, "--grad-reduce-in-bf16", "--precision-aware-optimizer"]) == 0
@@ -142,3 +142,49 @@ def test_with_bf16_gradients_already_asked_the_fix_names_the_remainders_alone(ca
     assert not bf16["feasible"]
     assert "keep the master weights as 16-bit remainders (--precision-aware-optimizer)" in bf16["fix"]
     assert "--grad-reduce-in-bf16" not in bf16["fix"]
+
+
+# F59's command (torchtune's '+ Activation Checkpointing' row, data/validation/fresh_runs.csv)
+TORCHTUNE_3B = ["--model", "llama3.2-3b", "--gpu", "a100-80gb-sxm", "--num-gpus", "1", "--stack", "torchtitan"]
+TORCHTUNE_3B += ["--sharding", "none", "--micro-batch", "2", "--seq-len", "4096", "--compile", "--ac", "full"]
+
+
+def test_pure_bf16_halves_the_states_and_says_so(capsys):
+    """--pure-bf16 (torchtune's dtype: bf16): weights, gradients and AdamW's moments in bf16, the
+    optimizer step half as long, the JSON and the summary saying it, the band outside the envelope."""
+    mixed = _estimate(capsys, *TORCHTUNE_3B)
+    pure = _estimate(capsys, *TORCHTUNE_3B, "--pure-bf16")
+    states = lambda e: e["memory"]["breakdown_gib"]  # noqa: E731
+    for key in ("params", "grads", "optimizer"):
+        assert states(pure)[key] == pytest.approx(states(mixed)[key] / 2)
+    assert states(pure)["unsharded_params"] == 0 < states(mixed)["unsharded_params"]  # DDP: no working copy
+    optimizer = lambda e: e["time"]["breakdown_s"]["optimizer"]  # noqa: E731
+    assert optimizer(pure) == pytest.approx(optimizer(mixed) / 2)
+    assert pure["optimizer_precision"] == {"grad_reduce_bf16": False, "param_remainders": False, "pure_bf16": True}
+    assert "pure_bf16" in pure["uncertainty"]["regime_features"]
+    assert main(["estimate", *TORCHTUNE_3B, "--pure-bf16"]) == 0
+    assert "pure bf16 (no fp32 master)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("flags", "said"),
+    [
+        (["--stack", "megatron-core"], "not megatron-core's"),
+        (["--stack", "deepspeed"], "not deepspeed's"),
+        (["--precision", "fp8"], "use --precision bf16 (now fp8)"),
+        (["--offload"], "drop --offload"),
+    ],
+)
+def test_pure_bf16_is_refused_where_it_cannot_run_in_one_line(capsys, flags, said):
+    args = ["estimate", "--model", "llama3-8b", "--gpu", "h100-sxm", "--num-gpus", "8", "--pure-bf16"]
+    assert main([*args, *flags]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and said in err and "--pure-bf16" in err
+
+
+def test_plan_refuses_pure_bf16_at_another_precision_in_one_line(capsys):
+    """Trial bf16pure55: the search's empty table failed "cannot reshape array of size 0"."""
+    args = ["plan", "--model", "llama3-8b", "--tokens", "1e10", "--gpus", "h100-sxm=8", "--precision", "fp8"]
+    assert main([*args, "--pure-bf16"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "use --precision bf16 (now fp8)" in err
