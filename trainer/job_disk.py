@@ -17,6 +17,7 @@ from trainer.job_spec import JobSpec
 class CheckpointDisk:
     per_checkpoint_bytes: float  # one checkpoint, all ranks' shards
     kept: int  # run.keep_checkpoints
+    weights: str = "fp32"  # the weights' format in it: bf16 in pure bf16 (the plan's optimizer_precision)
 
     @property
     def needed_bytes(self) -> float:
@@ -26,7 +27,7 @@ class CheckpointDisk:
 
     def words(self) -> str:
         return (
-            f"checkpoints: {self.kept} kept x {file_size(self.per_checkpoint_bytes)} (fp32 weights and AdamW"
+            f"checkpoints: {self.kept} kept x {file_size(self.per_checkpoint_bytes)} ({self.weights} weights and AdamW"
             f" state) + 1 being written: {file_size(self.needed_bytes)} free needed on the job directory's"
             " file system"
         )
@@ -36,8 +37,10 @@ def checkpoint_disk(spec: JobSpec) -> CheckpointDisk | None:
     """The job's checkpoint disk need; None where it saves none (--no-checkpoints)."""
     if not spec.run.save_checkpoints:
         return None
-    per = checkpoint_bytes(spec.plan.model, STACK_SETTINGS[spec.plan.stack])
-    return CheckpointDisk(per_checkpoint_bytes=per, kept=spec.run.keep_checkpoints)
+    formats = spec.plan.optimizer_precision  # pure bf16 saves bf16 weights and moments (bf16pure55: said fp32)
+    per = checkpoint_bytes(spec.plan.model, formats.applied(STACK_SETTINGS[spec.plan.stack]))
+    weights = "bf16" if formats.pure_bf16 else "fp32"
+    return CheckpointDisk(per_checkpoint_bytes=per, kept=spec.run.keep_checkpoints, weights=weights)
 
 
 def checkpoint_disk_words(spec: JobSpec) -> str | None:

@@ -19,6 +19,10 @@ model should match this):
 * ``none`` (DDP): FSDP2's ``replicate`` (the composable DDP built on FSDP2's machinery) on
   every block and the root over ``dp_replicate``; one all-reduce per step.
 
+Mixed precision keeps fp32 parameters (the master) and computes in bf16 (``mixed_precision_policy``);
+pure bf16 (the plan's ``optimizer_precision.pure_bf16``) casts the parameters to bf16 before any
+of the wrapping (``cast_to_pure_bf16``), so shards, gradients, reductions and AdamW's moments are bf16.
+
 Expert parallelism (``ep > 1``, trainer/moe.py) follows torchtitan's ParallelDims: a second mesh
 ``(pp, dp_replicate, dp_shard_mod_ep, ep, tp)`` over the same ranks splits ``dp_shard x cp`` into
 an outer FSDP dimension and the inner ep one. Each block's experts are a ``Shard(0)`` DTensor on

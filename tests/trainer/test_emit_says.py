@@ -13,6 +13,7 @@ from support import jobs
 from planner.fmt import file_size
 from planner.layout import Layout, Precision, TrainingConfig
 from planner.model.goodput import checkpoint_bytes
+from planner.model.optimizer_precision import OptimizerPrecision
 from planner.model.stacks import STACK_SETTINGS
 from planner.plan import Plan
 from trainer.data_budget import DataBudget, data_budget
@@ -165,6 +166,20 @@ def test_checkpoint_disk_is_said_at_emit_and_in_every_script(tmp_path, capsys) -
         assert words in (tmp_path / "job" / name).read_text(), name
     emit_job(plan, tmp_path / "none", name="none", run=RunSettings(save_checkpoints=False))
     assert "kept x" not in (tmp_path / "none" / "slurm.sbatch").read_text()
+
+
+def test_a_pure_bf16_job_says_its_checkpoints_hold_bf16_at_half_the_bytes(tmp_path, capsys) -> None:
+    """bf16pure55: emit of a pure-bf16 plan said "fp32 weights and AdamW state" at 12 bytes a parameter;
+    its checkpoint holds bf16 weights and moments, 6."""
+    bf16 = TRAINING.model_copy(update={"precision": Precision.BF16})
+    mixed = jobs.make_plan(Layout(dp_shard=8), bf16, 8)
+    pure = jobs.make_plan(Layout(dp_shard=8), bf16, 8, optimizer_precision=OptimizerPrecision(pure_bf16=True))
+    code, out, _ = emit_cli(capsys, pure, tmp_path, tmp_path / "job")
+    assert code == 0
+    disk = checkpoint_disk(JobSpec.load(tmp_path / "job"))
+    per = checkpoint_bytes(mixed.model, STACK_SETTINGS[mixed.stack])
+    assert disk is not None and disk.per_checkpoint_bytes == pytest.approx(per / 2)
+    assert f"x {file_size(per / 2)} (bf16 weights and AdamW state)" in out
 
 
 def test_the_default_k8s_image_is_called_a_placeholder(tmp_path, capsys) -> None:
