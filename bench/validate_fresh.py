@@ -85,7 +85,8 @@ def render(rows: bool = False) -> str:
         f" carry it, so they are not held out of that decision; set 2 was scored held out, then its F19-F23 were"
         f" read for torchtitan's TP overlap, so they are not held out of that decision; set 3 was scored held out,"
         f" then its F44-F47 pointed to offload's per-micro-batch gradient traffic, so they are not held out of"
-        f" that decision; set 4 was scored held out and has informed nothing):"
+        f" that decision; set 4 was scored held out and has informed nothing, and since session 55 its F59-F62"
+        f" are scored with --pure-bf16, which their sources state, added after that format existed):"
         f" {len(scores)} rows, tokens/s per GPU.",
         "",
         *_table(coverage(scores, lambda s: "all") + coverage(scores, _set_of), "set"),
