@@ -100,6 +100,7 @@ class RuleCode(StrEnum):
     STACK_GRAD_BF16 = "stack_grad_bf16"
     STACK_PARAM_REMAINDERS = "stack_param_remainders"
     PARAM_REMAINDERS_LAYOUT = "param_remainders_layout"
+    PARAM_REMAINDERS_PRECISION = "param_remainders_precision"
     BF16_GRADS_PRECISION = "bf16_grads_precision"
     STACK_PURE_BF16 = "stack_pure_bf16"
     PURE_BF16_PRECISION = "pure_bf16_precision"
@@ -359,6 +360,10 @@ TEMPLATES: dict[RuleCode, str] = {
         "--precision-aware-optimizer needs Megatron's distributed optimizer (--sharding zero1, zero2 or fsdp; now"
         " {sharding}) and bf16 weights (--precision bf16 or fp8; now {precision}): 16-bit remainders rebuild an"
         " fp32 master only beside bf16 weights"
+    ),
+    _C.PARAM_REMAINDERS_PRECISION: (
+        "--precision-aware-optimizer needs bf16 weights (--precision bf16 or fp8; now {precision}): 16-bit"
+        " remainders rebuild an fp32 master only beside bf16 weights"
     ),
     _C.STACK_PURE_BF16: (
         "--pure-bf16 is trainplan's, torchtitan's (training.dtype bfloat16) and hf-trainer's (a model loaded in"

@@ -26,6 +26,7 @@ from planner.model.optimizer_precision import (
     DEFAULT_OPTIMIZER_PRECISION,
     OptimizerPrecision,
     bf16_grads_refused,
+    not_bf16_weights,
     pure_bf16_refused,
     remainders_refused,
 )
@@ -291,8 +292,8 @@ def optimizer_layout_problem(
 
 
 def precision_formats_problem(precision: Precision, optimizer: OptimizerPrecision) -> RuleViolation | None:
-    """Why the formats asked cannot run at ``precision`` on any layout: bf16 gradient buffers and pure
-    bf16 need bf16 weights. A request's search rows all share its precision, so it is refused here in
+    """Why the formats asked cannot run at ``precision`` on any layout: bf16 gradient buffers, pure
+    bf16 and 16-bit master remainders need bf16 weights. A request's search rows all share its precision, so it is refused here in
     one line (trial bf16pure55: ``plan --precision fp8 --pure-bf16``, and ``--grad-reduce-in-bf16`` at
     fp16 before it, failed on an empty table: "cannot reshape array of size 0")."""
     figures = {"precision": precision.value}
@@ -300,6 +301,9 @@ def precision_formats_problem(precision: Precision, optimizer: OptimizerPrecisio
         return RuleViolation(RuleCode.BF16_GRADS_PRECISION, figures)
     if optimizer.pure_bf16 and pure_bf16_refused(code(precision), False):
         return RuleViolation(RuleCode.PURE_BF16_PRECISION, figures)
+    # s55: ``plan --precision fp16 --precision-aware-optimizer`` failed on the same empty table
+    if optimizer.param_remainders and not_bf16_weights(code(precision)):
+        return RuleViolation(RuleCode.PARAM_REMAINDERS_PRECISION, figures)
     return None
 
 

@@ -557,6 +557,10 @@ REASON_LABELS: dict[str, tuple[str, str]] = {
         "精度感知优化器需要 Megatron 的分布式优化器（分片 zero1、zero2 或 fsdp；当前 {sharding}）和 bf16 权重"
         "（bf16 或 fp8；当前 {precision}）",
     ),
+    "reason_param_remainders_precision": (
+        "the precision-aware optimizer needs bf16 weights (bf16 or fp8; now {precision})",
+        "精度感知优化器需要 bf16 权重（bf16 或 fp8；当前 {precision}）",
+    ),
     "reason_stack_param_remainders": (
         "the precision-aware optimizer is Megatron-Core's, not {stack}'s",
         "精度感知优化器是 Megatron-Core 的选项，{stack} 不支持",

@@ -130,6 +130,7 @@ LAYOUT_REASONS = Reasons({
     _C.STACK_GRAD_BF16: "reason_stack_grad_bf16",
     _C.STACK_PARAM_REMAINDERS: "reason_stack_param_remainders",
     _C.PARAM_REMAINDERS_LAYOUT: "reason_param_remainders_layout",
+    _C.PARAM_REMAINDERS_PRECISION: "reason_param_remainders_precision",
     _C.BF16_GRADS_PRECISION: "reason_bf16_grads_precision",
     _C.STACK_PURE_BF16: "reason_stack_pure_bf16",
     _C.PURE_BF16_PRECISION: "reason_pure_bf16_precision",

@@ -97,11 +97,17 @@ def pure_bf16_settings(s: ModelingSettings) -> ModelingSettings:
 DEFAULT_OPTIMIZER_PRECISION = OptimizerPrecision()
 
 
+def not_bf16_weights(precision) -> np.ndarray:
+    """Where the weights are not bf16 (candidate codes, scalars or arrays): fp16 and fp32 training
+    (fp8 keeps bf16 weights beside its fp8 GEMMs)."""
+    return np.isin(precision, (PREC_FP16, PREC_FP32))
+
+
 def bf16_grads_refused(precision) -> np.ndarray:
     """Where --grad-reduce-in-bf16 changes nothing Megatron-Core would run: its gradient buffer takes
     the weights' dtype once ``grad_reduce_in_fp32`` is off, fp32 under fp32 training and fp16 under fp16
     (review s40: the planner halved fp32 gradients)."""
-    return np.isin(precision, (PREC_FP16, PREC_FP32))
+    return not_bf16_weights(precision)
 
 
 def refused_rows(chosen: OptimizerPrecision, sharding, precision, offload=False) -> np.ndarray:
@@ -131,4 +137,4 @@ def remainders_refused(sharding, precision) -> np.ndarray:
     asserts the distributed optimizer ("--use-precision-aware-optimizer only supported with
     distributed optimizer", OptimizerConfig), and 16-bit remainders rebuild an fp32 master only beside
     bf16 weights (TE FusedAdam: no effect otherwise), so not under fp16 or fp32 (trial s40)."""
-    return (np.asarray(sharding) < SHARD_ZERO1) | np.isin(precision, (PREC_FP16, PREC_FP32))
+    return (np.asarray(sharding) < SHARD_ZERO1) | not_bf16_weights(precision)

@@ -188,3 +188,13 @@ def test_plan_refuses_pure_bf16_at_another_precision_in_one_line(capsys):
     assert main([*args, "--pure-bf16"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "use --precision bf16 (now fp8)" in err
+
+
+@pytest.mark.parametrize("flag", ["--precision-aware-optimizer", "--grad-reduce-in-bf16"])
+def test_plan_refuses_megatrons_formats_at_fp16_in_one_line(capsys, flag):
+    """s55: ``plan --precision fp16 --precision-aware-optimizer`` failed on the search's empty table
+    ("cannot reshape array of size 0"), as --pure-bf16 had; the reason names the flag and the precision."""
+    args = ["plan", "--model", "llama3-8b", "--tokens", "1e10", "--gpus", "h100-sxm=8", "--stack", "megatron-core"]
+    assert main([*args, "--precision", "fp16", flag]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and flag in err and "now fp16" in err and "reshape" not in err
