@@ -65,11 +65,17 @@ class FormatSettings(JobSettings):
     # optimizer hands TE FusedAdam the shard itself (``shard_main_param.decoupled_grad =
     # shard_model_grad``, distrib_optimizer.py ``_copy_model_grads_to_main_grads``; review s40).
     optimizer_copies_16bit_grads: bool = True
-    # The weights are the optimizer's only copy, in the compute dtype: fp32 training's, and pure bf16's
-    # (``OptimizerPrecision.pure_bf16``). Under DDP / ZeRO-1/2 they stay whole on every rank with no
-    # 16-bit working copy beside them (``memory.state_bytes``, ``unsharded_param_bytes``), and a
-    # checkpoint holds them at that width (goodput.py). False: an fp32 master apart from them.
+    # The weights are the optimizer's only copy, in the compute dtype: pure bf16's
+    # (``OptimizerPrecision.pure_bf16``; fp32 training's are too, by its precision). A checkpoint holds them
+    # at that width (goodput.py); what the step holds beside them is ``state_memory.computes_on_stored_weights``'s.
+    # False: an fp32 master apart from them.
     weights_are_master: bool = False
+    # Data parallelism without sharding computes with the module's own weights: torch's
+    # DistributedDataParallel, which HF Trainer / accelerate wrap a model in without FSDP or DeepSpeed. False:
+    # with a copy gathered from them even where no cast is needed (FSDP2's ``replicate``, trainplan's
+    # trainer/parallel.py; torchtitan's ``fully_shard`` at a shard degree of 1, models/llama3/parallelize.py
+    # at b5bcd76). Read where no cast makes that copy anyway: pure bf16 (``state_memory.computes_on_stored_weights``).
+    ddp_computes_on_weights: bool = False
     # Bytes per gradient element the data-parallel reductions move where they differ from the held
     # ``grad_bytes`` (None: the same; ``saved_bytes.reduced_grad_bytes``): torchtitan's pure bf16.
     grad_reduce_bytes: float | None = None

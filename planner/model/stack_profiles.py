@@ -327,6 +327,8 @@ HF_TRAINER_SETTINGS = DEFAULT_SETTINGS.but(
     # Its inner micro-batches run under accelerate's no_sync: whole gradients held, reduced once a
     # step, FSDP2's zero2 re-gathering every micro-batch (settings_job.py ``ACCELERATE_NO_SYNC``).
     accum_sync=ACCELERATE_NO_SYNC,
+    # Without FSDP, torch's DistributedDataParallel: a pure-bf16 model computes with its own weights (FormatSettings)
+    ddp_computes_on_weights=True,
 )
 
 # DeepSpeed ZeRO on Hugging Face modules (the transformers / accelerate integration, the stack of

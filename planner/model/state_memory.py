@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from planner.model.candidates import PREC_FP32, SHARD_FSDP, SHARD_ZERO1, SHARD_ZERO2, Candidates
+from planner.model.candidates import PREC_FP32, SHARD_FSDP, SHARD_NONE, SHARD_ZERO1, SHARD_ZERO2, Candidates
 from planner.model.saved_bytes import compute_dtype_bytes, grad_element_bytes
 from planner.model.settings import ModelingSettings
 from planner.model.stage_params import StageParams
@@ -33,11 +33,11 @@ def state_bytes(stage: StageParams, c: Candidates, s: ModelingSettings) -> tuple
     local, held = stage.total / c.tp, stage.held / c.tp
     shard = np.maximum(c.shard_group, 1)
     master = np.where(c.sharding >= SHARD_ZERO1, local / shard, held) * s.master_param_bytes
-    # Where the weights are the master (``weights_are_master``), under ZeRO-1/2 they stay whole on
-    # every rank in the compute dtype (Megatron's distributed optimizer takes views of fp32 ones; trial
-    # s40: counted as a 1/dp shard, 11-26 GiB short per GPU). FSDP shards them (``unsharded_param_bytes``
-    # the gathered).
-    whole = weights_are_master(c, s) & (c.sharding >= SHARD_ZERO1) & (c.sharding < SHARD_FSDP)
+    # Where the rows compute with the stored weights (``computes_on_stored_weights``), under ZeRO-1/2 they
+    # stay whole on every rank in the compute dtype (Megatron's distributed optimizer takes views of fp32
+    # ones; trial s40: counted as a 1/dp shard, 11-26 GiB short per GPU). FSDP shards them
+    # (``unsharded_param_bytes`` the gathered).
+    whole = computes_on_stored_weights(c, s) & (c.sharding >= SHARD_ZERO1) & (c.sharding < SHARD_FSDP)
     params = np.where(whole, held * compute_dtype_bytes(c), master)
     # a stack whose ZeRO-3 keeps a 16-bit shard beside the fp32 one (DeepSpeed; on the GPU under
     # optimizer offload too: ``lp_param_shard_bytes``)
@@ -72,8 +72,8 @@ def unsharded_param_bytes(stage: StageParams, c: Candidates, s: ModelingSettings
     FSDP: the root (embedding/head) stays gathered for the whole step, plus the gathered block
     and the one being prefetched. ZeRO-2 (no reshard after forward) keeps every block gathered.
     DDP/ZeRO-1 keep a low-precision working copy of every weight for the step (FSDP2's
-    ``replicate`` and no-reshard wrapping cast the fp32 master once per step), unless the weights
-    are the master themselves (``weights_are_master``: counted whole in ``state_bytes``).
+    ``replicate`` and no-reshard wrapping cast the fp32 master once per step), unless the rows compute
+    with the stored weights themselves (``computes_on_stored_weights``: counted whole in ``state_bytes``).
     """
     dtype = compute_dtype_bytes(c)
     blocks_gathered = np.where(
@@ -83,11 +83,20 @@ def unsharded_param_bytes(stage: StageParams, c: Candidates, s: ModelingSettings
     )
     # A gathered MoE block holds its ep rank's experts only.
     copies = (stage.root + blocks_gathered * stage.held_per_block) / c.tp * dtype
-    needs_copy = ~weights_are_master(c, s) | (c.sharding == SHARD_FSDP) | c.offload.astype(bool)
+    needs_copy = ~computes_on_stored_weights(c, s) | (c.sharding == SHARD_FSDP) | c.offload.astype(bool)
     return np.where(needs_copy, copies, 0.0)
 
 
-def weights_are_master(c: Candidates, s: ModelingSettings) -> np.ndarray:
-    """Rows whose weights are the optimizer's only copy, with no master or working copy apart: fp32
-    training, and pure bf16 (``s.weights_are_master``)."""
-    return (c.precision == PREC_FP32) | s.weights_are_master
+def computes_on_stored_weights(c: Candidates, s: ModelingSettings) -> np.ndarray:
+    """Rows that compute with the stored weights themselves, with no copy apart (whole on every rank
+    under DDP / ZeRO-1/2): fp32 training (Megatron's distributed optimizer takes views of its fp32
+    weights, trial s40; applied on every stack, FSDP2's fp32 copy uncounted: review55, left), and pure
+    bf16 (``s.weights_are_master``) under DDP where the stack's DDP computes on the module's own weights
+    (``s.ddp_computes_on_weights``). Elsewhere pure bf16 runs under FSDP2 (the stacks that offer it),
+    which keeps the stored bf16 weights (sharded from ZeRO-1 on) beside the copy it gathers to compute
+    with, as it keeps mixed precision's fp32 master beside the bf16 one: a 2-byte master and a working
+    copy. review55: torch 2.13's fully_shard without resharding and its replicate hold the two in
+    distinct storages (gloo ranks); counted whole with no copy, zero1/zero2 were 2/dp and DDP 2 bytes a
+    parameter short."""
+    pure_ddp = s.weights_are_master & s.ddp_computes_on_weights & (c.sharding == SHARD_NONE)
+    return (c.precision == PREC_FP32) | pure_ddp
