@@ -152,3 +152,22 @@ def test_an_fsdp_group_fix_names_the_replicas_it_leaves_and_fits_as_said():
     assert group.text().endswith(f" with dp_replicate={replicas} (now 8) and dp_shard={shard} (now 4)")
     named = Layout(dp_shard=shard, dp_replicate=replicas, sharding=Sharding.FSDP)
     assert _est("llama3-70b", 32, named, 4096, activation_checkpointing="full").feasible
+
+
+def test_a_shard_fsdp_fix_on_zero_replicas_names_the_fold_it_was_judged_with():
+    """review55: "shard parameters, gradients and optimizer states with FSDP (sharding fsdp)" was told
+    to zero2 dp_shard 4 x 4 replicas on 16 GPUs, judged with every replica in the FSDP group; typed
+    beside the user's --dp-shard 4 --dp-replicate 4 it still needed 84.4 GiB of 75.4."""
+    layout = Layout(dp_shard=4, dp_replicate=4, sharding=Sharding.ZERO2)
+    e = _est("llama3-8b", 16, layout, 8192, grad_accum=8)
+    (fsdp,) = [h for h in e.fix_hints if h.code == FixCode.SHARD_FSDP]
+    assert fsdp.text() == "shard parameters, gradients and optimizer states with FSDP (sharding fsdp)" + FOLDED.format(
+        r=1, now=4, shard=16, shard_now=4
+    )
+    named = Layout(dp_shard=16, dp_replicate=1, sharding=Sharding.FSDP)
+    assert _est("llama3-8b", 16, named, 8192, grad_accum=8).feasible
+    assert not _est("llama3-8b", 16, layout.model_copy(update={"sharding": Sharding.FSDP}), 8192, grad_accum=8).feasible
+    # no replicas to fold (DDP's are every rank; zero1 without them): the words as they were
+    for plain in (Layout(sharding=Sharding.NONE), Layout(sharding=Sharding.ZERO1)):
+        hints = _est("llama3-8b", 8, plain, 4096, grad_accum=4).fix_hints
+        assert [h.figures for h in hints if h.code == FixCode.SHARD_FSDP] == [{}]

@@ -80,3 +80,14 @@ def test_a_fix_that_keeps_the_replicas_names_its_group_on_the_cli_and_in_chinese
         fix_text(ZH, [hint])
         == "把每条序列切分到 cp=2 个 rank 上（上下文并行，当前 1），并设分片组大小 dp_shard=16（当前 32）"
     )
+
+
+def test_a_shard_fsdp_fix_names_its_fold_in_chinese():
+    """review55: the FSDP fix told to ZeRO replicas names the fold it was judged with, in both languages."""
+    hint = FixHint(
+        code=FixCode.SHARD_FSDP,
+        figures={"dp_replicate": 1, "dp_replicate_now": 4, "group_dp_shard": 16, "dp_shard_now": 4},
+    )
+    assert fix_text(ZH, [hint]).endswith("，并设副本数 dp_replicate=1（当前 4）、分片组大小 dp_shard=16（当前 4）")
+    assert not english_sentences(fix_text(ZH, [hint]))
+    assert fix_text(EN, [hint]) == hint.text()
