@@ -189,6 +189,9 @@ class PlanRequest(BaseModel):
             self.tp_comm_overlap,
         ) or moe_stack_problem(self.stack, self.model)
         problem = problem or precision_formats_problem(self.precision, self.optimizer_precision)
+        if not problem and self.allow_offload and self.optimizer_precision.pure_bf16:
+            # review55 L3: the search filtered every offload row away, unsaid
+            problem = RuleViolation(RuleCode.PURE_BF16_OFFLOAD, {"offload_flag": "--allow-offload"})
         if not problem and self.activation_checkpointing != DEFAULT_AC:
             problem = ac_modes_problem(self.stack, self.activation_checkpointing)
         if problem:

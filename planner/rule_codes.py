@@ -372,7 +372,7 @@ TEMPLATES: dict[RuleCode, str] = {
     _C.PURE_BF16_PRECISION: ("--pure-bf16 trains bf16 weights: use --precision bf16 (now {precision})"),
     _C.PURE_BF16_OFFLOAD: (
         "--pure-bf16 with host offload is not modelled: its CPU optimizer is timed and sized in fp32 only;"
-        " drop --offload (or --pure-bf16)"
+        " drop {offload_flag} (or --pure-bf16)"
     ),
     _C.AC_BLOCKS_RANK: (
         "--ac-blocks {blocks}: a pp rank holds at most {most} blocks ({layers} over pp {pp}, vpp {vpp});"

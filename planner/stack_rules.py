@@ -287,7 +287,7 @@ def optimizer_layout_problem(
     if optimizer.param_remainders and remainders_refused(sharding, precision):
         return RuleViolation(RuleCode.PARAM_REMAINDERS_LAYOUT, figures)
     if optimizer.pure_bf16 and pure_bf16_refused(precision, training.offload):
-        return RuleViolation(RuleCode.PURE_BF16_OFFLOAD, figures)
+        return RuleViolation(RuleCode.PURE_BF16_OFFLOAD, figures | {"offload_flag": "--offload"})
     return None
 
 

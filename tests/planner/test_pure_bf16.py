@@ -140,12 +140,15 @@ def test_it_needs_bf16_weights_and_no_host_offload(changes, code):
 
 def test_the_search_offers_no_offload_and_refuses_another_precision_in_one_line():
     """A request's rows share its precision: pure bf16 at fp8 is refused before the search (trial
-    bf16pure55: the empty table failed "cannot reshape array of size 0"); offload rows are filtered."""
+    bf16pure55: the empty table failed "cannot reshape array of size 0"); so is offload, which the
+    search filtered away unsaid (review55 L3)."""
     ask = dict(model=LLAMA3_8B, training_tokens=1e10, gpus={"h100-sxm": 8}, seq_len=4096, optimizer_precision=PURE)
-    answer = plan(PlanRequest(**ask, allow_offload=True, top_k=10))
+    answer = plan(PlanRequest(**ask, top_k=10))
     rows = [answer.plan, *answer.alternatives]
     assert len(rows) > 1 and not any(p.training.offload for p in rows)
     assert answer.plan.optimizer_precision == PURE
+    with pytest.raises(ValueError, match=r"drop --allow-offload \(or --pure-bf16\)"):
+        PlanRequest(**ask, allow_offload=True)
     with pytest.raises(ValueError, match=r"--pure-bf16 trains bf16 weights: use --precision bf16 \(now fp8\)"):
         PlanRequest(**ask, precision=Precision.FP8)
 

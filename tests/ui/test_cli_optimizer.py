@@ -202,3 +202,11 @@ def test_plan_refuses_megatrons_formats_at_fp16_in_one_line(capsys, flag):
     assert main([*args, "--precision", "fp16", flag]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and flag in err and "now fp16" in err and "reshape" not in err
+
+
+def test_plan_refuses_pure_bf16_with_allow_offload_in_one_line(capsys):
+    """review55 L3: ``plan --allow-offload --pure-bf16`` searched no offload row and did not say so."""
+    args = ["plan", "--model", "llama3-8b", "--tokens", "1e10", "--gpus", "h100-sxm=8", "--pure-bf16"]
+    assert main([*args, "--allow-offload"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "drop --allow-offload (or --pure-bf16)" in err
