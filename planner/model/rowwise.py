@@ -19,9 +19,12 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
-import pandas as pd
 
 from planner.model.candidates import KNOBS, RECOMPUTE_KNOBS, REWRITTEN_COLUMNS, Candidates
+
+# pandas is imported where it factorizes, not here: the trainer's workers and torchrun agent load
+# this module through the plan's types and never search, and its import cost each of them 0.5-0.8 s
+# of CPU per launch (tests/trainer/test_worker_start.py).
 
 T = TypeVar("T")
 
@@ -83,6 +86,8 @@ def distinct(arrays: Sequence[np.ndarray], num_rows: int) -> tuple[np.ndarray, n
         if span * size > _DENSE_SPAN:
             key, span = _codes(key, span)
         if span * size >= _KEY_SPAN:  # only with many wide columns: a hash instead
+            import pandas as pd
+
             key, uniques = pd.factorize(key)
             span = len(uniques)
         key = key * size + codes
@@ -117,6 +122,8 @@ def _codes(values: np.ndarray, span: int | None = None) -> tuple[np.ndarray, int
     if values.dtype.kind == "f" and len(values) and values.min() == values.max():  # NaN: not equal
         return np.zeros(len(values), dtype=np.int64), 1  # one value (a GPU column most types share)
     # Floats (NaN its own code) and wide ints: by hashing.
+    import pandas as pd
+
     codes, uniques = pd.factorize(values, use_na_sentinel=False)
     return codes.astype(np.int64, copy=False), len(uniques)
 

@@ -27,7 +27,6 @@ starts from a copy of that checkpoint, made by rank 0 before it joins the job's 
 from __future__ import annotations
 
 import contextlib
-import gc
 import os
 import shutil
 import sys
@@ -40,6 +39,7 @@ from torch.distributed.tensor.debug import _clear_sharding_prop_cache
 
 from support.jobs import BATCH_TIMEOUT_S
 from trainer.train import main as train_main
+from trainer.worker import freeze_imports
 
 SEED_CHECKPOINT = "seed-checkpoint"
 LOG_NAME = "worker-{rank}.log"
@@ -92,12 +92,11 @@ def parse_job(arg: str, launch_world: int) -> tuple[Path, int]:
 
 
 def main(job_args: list[str]) -> int:
-    # trainer.train.main ends every job with a full gc.collect(), which walks every object the
-    # imports made (torch, dynamo, the planner): 0.4-0.65 s per job and rank on the 2-core machine,
-    # a fifth of a tiny job's CPU. Frozen, the import-time heap is left out of every later
-    # collection; what the jobs make is still collected as before.
-    gc.collect()
-    gc.freeze()
+    # As in every worker (trainer/worker.py): trainer.train.main ends every job with a full
+    # gc.collect(), which walked every object the imports made (torch, dynamo, the planner), 0.4-0.65 s
+    # per job and rank on the 2-core machine, a fifth of a tiny job's CPU. Frozen, the import-time
+    # heap is left out of every later collection; what the jobs make is still collected as before.
+    freeze_imports()
     rank, launch_world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     store = _agent_store()
     jobs = [parse_job(arg, launch_world) for arg in job_args]
