@@ -12,7 +12,6 @@ compared with a 2-rank FSDP reference, kill-and-resume and SIGTERM are in test_d
 from __future__ import annotations
 
 import contextlib
-import gc
 import importlib.util
 import shutil
 from collections.abc import Iterator
@@ -159,18 +158,6 @@ def launched(tmp_path_factory) -> Iterator[Future[dict[str, Path]]]:
     wait on one another's collectives, so they leave CPU time over (1.2 of 2 cores busy, measured)."""
     with ThreadPoolExecutor(1) as pool:
         yield pool.submit(launch_runs, tmp_path_factory.mktemp("runs"), RUNS)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def frozen_heap():
-    """Every one-process run ends with trainer.train.main's full gc.collect(), which walks the
-    whole heap of this (xdist worker) process: torch's, and what every earlier module left, 0.3 s
-    and more a run here. Frozen for the module, that heap is left out; what the runs make is still
-    collected (as support/job_batch.py does in the torchrun workers)."""
-    gc.collect()
-    gc.freeze()
-    yield
-    gc.unfreeze()
 
 
 @pytest.fixture(scope="module")
