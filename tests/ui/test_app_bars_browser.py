@@ -1,5 +1,6 @@
 """Issue 30: the explorer's memory and step-time bars at 800 and 1400 px, in both languages, as a
-real headless Chromium draws them (the fixtures and helpers of tests/ui/test_app_browser.py)."""
+real headless Chromium draws them (the helpers of tests/ui/test_app_browser.py, the server of
+tests/ui/conftest.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import os
 import shutil
 
 import pytest
-from test_app_browser import CHROMIUM, CHROMIUM_ARGS, EN, ZH, Page, app_url  # noqa: F401 (a fixture)
+from test_app_browser import CHROMIUM, CHROMIUM_ARGS, EN, ZH, Page
 
 pytestmark = pytest.mark.browser
 
@@ -24,7 +25,7 @@ BOXES = """() => ['chart_ex_memory', 'chart_ex_step'].map(key => {
 MIN_PLOT_PX = 100  # the bars' own width: beside a ~190 px legend, a ~200 px chart had none
 
 
-def test_explorer_bars_keep_every_label_whole_at_800_and_1400_px(app_url, tmp_path):  # noqa: F811
+def test_explorer_bars_keep_every_label_whole_at_800_and_1400_px(app_url, tmp_path):
     """Every y tick label (the plan: '#1 32x b200' over its layout) lies inside its chart's SVG,
     left of the bars, and the bars keep room of their own; side by side at 800 px they cut the
     label at the left edge ("32x b..." in issue 30). Screenshots kept (TRAINPLAN_SHOTS: a folder)."""
@@ -37,7 +38,7 @@ def test_explorer_bars_keep_every_label_whole_at_800_and_1400_px(app_url, tmp_pa
         try:
             for width in (800, 1400):
                 app = Page(browser.new_page(viewport={"width": width, "height": 1000}), shots)
-                app.page.goto(app_url)
+                app.open(app_url)
                 for tr in (EN, ZH):
                     if tr is ZH:
                         app.page.get_by_text("中文", exact=True).click()

@@ -1,6 +1,7 @@
 """The app served by ``streamlit run`` and rendered by a real headless Chromium (Playwright).
 
-Skips when Debian's chromium is not installed (``scripts/install_browser.sh`` installs it);
+The server is shared by the tests of a process (tests/ui/conftest.py ``app_url``). Skips when
+Debian's chromium is not installed (``scripts/install_browser.sh`` installs it);
 Playwright drives that binary, it never downloads its own browsers.
 """
 
@@ -8,96 +9,21 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import socket
 import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 from support import DATA, REPO
+from support.browser import CHROMIUM, CHROMIUM_ARGS
 
 from ui.i18n import Labels
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 EN, ZH = Labels("en"), Labels("zh")
 HF_CONFIGS = DATA / "hf_configs"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_healthy(url: str, server: subprocess.Popen, log: Path, timeout_s: float = 60) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            pytest.fail(f"streamlit exited with {server.returncode}: {log.read_text()[-2000:]}")
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
-                if response.read().strip() == b"ok":
-                    return
-        except OSError:
-            time.sleep(0.3)
-    pytest.fail(f"streamlit did not become healthy in {timeout_s} s: {log.read_text()[-2000:]}")
-
-
-@pytest.fixture
-def app_url(tmp_path):
-    if not CHROMIUM.exists():
-        pytest.skip("needs Debian's chromium at /usr/bin/chromium (run scripts/install_browser.sh)")
-    pytest.importorskip("playwright.sync_api", reason="needs the playwright Python package")
-    port = free_port()
-    log = tmp_path / "streamlit.log"
-    with log.open("wb") as out:
-        server = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "streamlit",
-                "run",
-                str(REPO / "app.py"),
-                "--server.headless",
-                "true",
-                "--server.address",
-                "127.0.0.1",
-                "--server.port",
-                str(port),
-                "--browser.gatherUsageStats",
-                "false",
-            ],
-            cwd=REPO,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_healthy(url, server, log)
-        yield url
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(10)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait()
+# Streamlit draws a skeleton where an element's code (a lazily loaded chunk) is still loading.
+DRAWN = """() => document.fonts.status == 'loaded' && !document.querySelector("[data-testid='stSkeleton']")"""
 
 
 class Page:
@@ -110,6 +36,15 @@ class Page:
 
     def wait_text(self, text: str, timeout_s: float = 90, exact: bool = False) -> None:
         self.page.get_by_text(text, exact=exact).first.wait_for(timeout=timeout_s * 1000)
+
+    def open(self, url: str, timeout_s: float = 120) -> None:
+        """The app's first page, drawn: the default plan's card, every element's code loaded (no
+        skeleton left) and the fonts in. On a fresh server the card came after a solve of seconds,
+        by when the browser had long loaded the rest; on the shared, warm one (tests/ui/conftest.py)
+        it comes at once, while the number boxes and metrics are still skeletons for a few seconds."""
+        self.page.goto(url)
+        self.wait_text(EN("plan_card", model="llama3-8b"), timeout_s)
+        self.page.wait_for_function(DRAWN, polling=100, timeout=timeout_s * 1000)
 
     def check(self, name: str) -> None:
         """No Python exception on the page, no console error so far; a full-page screenshot."""
@@ -181,8 +116,7 @@ def test_every_flow_in_chromium_without_errors(app_url, tmp_path):
 
 def run_flows(app: Page, url: str) -> None:
     page = app.page
-    page.goto(url)
-    app.wait_text(EN("plan_card", model="llama3-8b"), 120)
+    app.open(url)
     app.wait_text("Near tie")
     app.wait_text("80 % band")  # the time and the cost carry their band (planner/accuracy)
     app.wait_text(EN("envelope_outside").split(":")[0])  # trainplan's own FSDP at scale: not measured
@@ -300,7 +234,7 @@ def test_no_metric_is_cut_off_at_800_or_1400_px(app_url, tmp_path):
         try:
             for width, tab in ((800, None), (1400, "tab_explorer")):
                 app = Page(browser.new_page(viewport={"width": width, "height": 1000}), tmp_path)
-                app.page.goto(app_url)
+                app.open(app_url)
                 for tr in (EN, ZH):
                     if tr is ZH:
                         app.page.get_by_text("中文", exact=True).click()

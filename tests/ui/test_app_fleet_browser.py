@@ -1,11 +1,12 @@
 """Fleet49: the portfolio's rent-vs-buy view as Chromium draws it, in both languages: no exception or
 console error, every metric whole, both charts drawn (the options' totals with their error bars and
-the owned jobs' timeline); screenshots kept (the fixtures and helpers of tests/ui/test_app_browser.py)."""
+the owned jobs' timeline); screenshots kept (the helpers of tests/ui/test_app_browser.py, the server of
+tests/ui/conftest.py)."""
 
 from __future__ import annotations
 
 import pytest
-from test_app_browser import CHROMIUM, CHROMIUM_ARGS, CUT_OFF, EN, ZH, Page, app_url  # noqa: F401 (a fixture)
+from test_app_browser import CHROMIUM, CHROMIUM_ARGS, CUT_OFF, EN, ZH, Page
 
 from planner.catalog.hardware import load_catalog
 from ui.app_core import money
@@ -28,15 +29,14 @@ def pick(app: Page, label: str, option: str) -> None:
     app.page.keyboard.press("Escape")
 
 
-def test_the_fleet_view_draws_whole_in_both_languages(app_url, tmp_path):  # noqa: F811
+def test_the_fleet_view_draws_whole_in_both_languages(app_url, tmp_path):
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         try:
             app = Page(browser.new_page(viewport={"width": 1400, "height": 2600}), tmp_path)
-            app.page.goto(app_url)
-            app.wait_text(EN("plan_card", model="llama3-8b"), 120)
+            app.open(app_url)
             app.page.get_by_text(EN("portfolio_mode")).click()
             app.page.get_by_role("button", name=EN("add_job")).click()
             app.wait_text(EN("jobs_cost"), 180, exact=True)

@@ -1,13 +1,13 @@
-"""Number boxes in a real headless Chromium (the fixtures and helpers of tests/ui/test_app_browser.py):
-emptied, or given a number out of range, a box shows its last value again and the page says so in
-words. Before, an emptied box took its minimum unsaid, and the browser itself refused an
-out-of-range number: the typed number stayed in the box under a red outline, the server never saw
-it, and the page went on showing the old value's answer."""
+"""Number boxes in a real headless Chromium (the helpers of tests/ui/test_app_browser.py, the server of
+tests/ui/conftest.py): emptied, or given a number out of range, a box shows its last value again
+and the page says so in words. Before, an emptied box took its minimum unsaid, and the browser
+itself refused an out-of-range number: the typed number stayed in the box under a red outline, the
+server never saw it, and the page went on showing the old value's answer."""
 
 from __future__ import annotations
 
 import pytest
-from test_app_browser import CHROMIUM, CHROMIUM_ARGS, EN, Page, app_url  # noqa: F401 (a fixture)
+from test_app_browser import CHROMIUM, CHROMIUM_ARGS, EN, Page
 
 from planner.limits import MAX_GPUS
 from planner.search.space import DEFAULT_MAX_GPUS
@@ -31,15 +31,14 @@ def refused(app: Page, label_key: str, typed: str, warning: str, kept: str) -> N
     assert app.page.get_by_test_id("stMetricValue").all_inner_texts() == figures
 
 
-def test_a_refused_number_is_said_in_words(app_url, tmp_path):  # noqa: F811
+def test_a_refused_number_is_said_in_words(app_url, tmp_path):
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         try:
             app = Page(browser.new_page(viewport={"width": 1500, "height": 1100}), tmp_path)
-            app.page.goto(app_url)
-            app.wait_text(EN("plan_card", model="llama3-8b"), 120)
+            app.open(app_url)
             assert app.page.get_by_label(EN("max_gpus"), exact=True).input_value() == str(DEFAULT_MAX_GPUS)
             emptied = EN("number_emptied", label=EN("max_gpus"), value=KEPT)
             refused(app, "max_gpus", "", emptied, str(DEFAULT_MAX_GPUS))

@@ -1,12 +1,12 @@
 """Trial s44 app L6: the portfolio's jobs table ran past its page ("days, 80 % b..." cut off behind a
 horizontal scroll bar) at 1500 px. As Chromium draws them, the schedule and cost tables fit their
 page in both languages, and (app53 M5) the job controls' words are whole at 1,280 and 800 px (the
-fixtures and helpers of tests/ui/test_app_browser.py)."""
+helpers of tests/ui/test_app_browser.py, the server of tests/ui/conftest.py)."""
 
 from __future__ import annotations
 
 import pytest
-from test_app_browser import CHROMIUM, CHROMIUM_ARGS, EN, ZH, Page, app_url  # noqa: F401 (a fixture)
+from test_app_browser import CHROMIUM, CHROMIUM_ARGS, EN, ZH, Page
 
 pytestmark = pytest.mark.browser
 
@@ -39,15 +39,14 @@ def add_job_after(app: Page, first: str, start_after_days: str) -> None:
     app.number(EN("job_start_after"), start_after_days)
 
 
-def test_the_portfolio_tables_and_controls_fit_the_page_at_1280_and_800_px(app_url, tmp_path):  # noqa: F811
+def test_the_portfolio_tables_and_controls_fit_the_page_at_1280_and_800_px(app_url, tmp_path):
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         try:
             app = Page(browser.new_page(viewport={"width": 1280, "height": 1100}), tmp_path)
-            app.page.goto(app_url)
-            app.wait_text(EN("plan_card", model="llama3-8b"), 120)
+            app.open(app_url)
             app.radio(EN.option("bought"))  # as in the trial: Buy, one job
             app.page.get_by_text(EN("portfolio_mode")).click()
             app.page.get_by_role("button", name=EN("add_job")).click()
@@ -82,7 +81,7 @@ BAR_TEXTS = """() => [...document.querySelectorAll('.st-key-chart_portfolio .bar
 })"""
 
 
-def test_the_gantt_labels_stay_horizontal_and_whole_on_a_short_bar(app_url, tmp_path):  # noqa: F811
+def test_the_gantt_labels_stay_horizontal_and_whole_on_a_short_bar(app_url, tmp_path):
     """App trial s45 L5: a 1.5-day job beside a 23-day one had its "4x mi325x" rotated into its sliver
     of a bar, unreadable; now every label is level and at full size, inside its bar or after it."""
     from playwright.sync_api import sync_playwright
@@ -91,8 +90,7 @@ def test_the_gantt_labels_stay_horizontal_and_whole_on_a_short_bar(app_url, tmp_
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         try:
             app = Page(browser.new_page(viewport={"width": 1500, "height": 1100}), tmp_path)
-            app.page.goto(app_url)
-            app.wait_text(EN("plan_card", model="llama3-8b"), 120)
+            app.open(app_url)
             app.page.get_by_text(EN("portfolio_mode")).click()
             app.page.get_by_role("button", name=EN("add_job")).click()  # llama3-8b, ~23 days
             app.wait_text(EN("jobs_cost"), 120, exact=True)

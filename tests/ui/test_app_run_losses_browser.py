@@ -1,6 +1,6 @@
-"""The run-loss figures in a real headless Chromium (the fixtures and helpers of
-tests/ui/test_app_browser.py): typed into the collapsed sidebar expander, a figure changes the
-card's goodput, the card says it, and the downloaded plan.json records it."""
+"""The run-loss figures in a real headless Chromium (the helpers of tests/ui/test_app_browser.py, the
+server of tests/ui/conftest.py): typed into the collapsed sidebar expander, a figure changes the card's
+goodput, the card says it, and the downloaded plan.json records it."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ import json
 from pathlib import Path
 
 import pytest
-from test_app_browser import CHROMIUM, CHROMIUM_ARGS, EN, Page, app_url  # noqa: F401 (a fixture)
+from test_app_browser import CHROMIUM, CHROMIUM_ARGS, EN, Page
 
 from planner.model.run_loss_inputs import shown_figure
 
 pytestmark = pytest.mark.browser
 
 
-def test_a_failure_rate_reaches_the_card_and_the_plan_file(app_url, tmp_path):  # noqa: F811
+def test_a_failure_rate_reaches_the_card_and_the_plan_file(app_url, tmp_path):
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
@@ -23,8 +23,7 @@ def test_a_failure_rate_reaches_the_card_and_the_plan_file(app_url, tmp_path):  
         try:
             app = Page(browser.new_page(viewport={"width": 1500, "height": 1100}, accept_downloads=True), tmp_path)
             page = app.page
-            page.goto(app_url)
-            app.wait_text(EN("plan_card", model="llama3-8b"), 120)
+            app.open(app_url)
             page.get_by_text(EN("run_losses"), exact=True).click()  # the expander starts collapsed
             app.number(EN("loss_failure_rate_x"), "4")
             app.wait_text(

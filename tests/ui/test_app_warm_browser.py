@@ -4,14 +4,13 @@ solved while they wait (17 s on a busy machine). Served as ``trainplan app`` ser
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 import sys
 
 import pytest
 from support import REPO
-from test_app_browser import CHROMIUM, CHROMIUM_ARGS, EN, Page, free_port, wait_healthy
+from support.browser import CHROMIUM, CHROMIUM_ARGS, free_port, stop, wait_healthy
+from test_app_browser import EN, Page
 
 pytestmark = pytest.mark.browser
 
@@ -39,12 +38,7 @@ def launched_url(tmp_path):
         wait_healthy(f"http://127.0.0.1:{port}", server, log, timeout_s=300)  # the warm-up comes first
         yield f"http://127.0.0.1:{port}", log
     finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(10)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait()
+        stop(server)
 
 
 def test_a_fresh_servers_first_visitor_reads_the_plan_made_at_start_up(launched_url, tmp_path):
