@@ -72,7 +72,7 @@ LONGEST_MODULES_S = {
     "planner/test_plan.py": 26,
     "ui/test_batch.py": 25,
     "ui/test_app_details.py": 25,
-    "trainer/test_pure_bf16.py": 25,  # a two-rank torchrun launch: 21 s alone, 2026-12-07
+    "trainer/test_pure_bf16_run.py": 25,  # a two-rank torchrun launch: 21 s alone, 2026-12-07
     "integration/test_disk_and_checkpoint_faults.py": 20,
     "trainer/test_deepseek_native.py": 20,
     "trainer/test_data.py": 15,

@@ -53,3 +53,10 @@ def test_functions_stay_under_60_lines_or_their_cap():
                 if lines > CAPPED.get(f"{name}:{node.name}", MAX_FUNCTION_LINES):
                     over.append((f"{name}:{node.name}", lines))
     assert over == []
+
+
+def test_test_modules_have_unique_basenames():
+    """tests/ has no __init__.py, so pytest imports each test module by its basename: two files of one
+    name fail collection ("import file mismatch"; s55: tests/planner and tests/trainer test_pure_bf16.py)."""
+    names = [p.name for p in sorted((ROOT / "tests").rglob("test_*.py"))]
+    assert sorted({n for n in names if names.count(n) > 1}) == []
