@@ -213,11 +213,6 @@ class PlanRequest(BaseModel):
         return kernel_choice(self.stack, self.attention)
 
     @property
-    def tp_overlap_off(self) -> bool:
-        """Whether it turns off its stack's TP overlap (``Stack.tp_overlap_off``)."""
-        return self.stack.tp_overlap_off(self.tp_comm_overlap)
-
-    @property
     def run_features(self) -> int:
         """The band features its own choices set (``accuracy.run_feature_bits``)."""
         return run_feature_bits(self.stack, self.tp_comm_overlap, self.optimizer_precision.pure_bf16)
