@@ -32,7 +32,7 @@ def freeze_imports() -> None:
     some 310k, which the collections that training's allocations trigger, the trainer's own
     ``gc.collect()`` at its end and the interpreter's exit each walked again. They stay for the
     whole run anyway (20 of them were garbage, measured), so frozen they cost nothing; what the run
-    makes is collected as before. Measured on the 2-core CI machine: a 2-rank 6-step CPU launch
+    makes is collected as before. Measured on a 2-core machine: a 2-rank 6-step CPU launch
     (trainplan run) took 21.2 s of CPU without, 19.1 s with (means of 4)."""
     gc.freeze()
 

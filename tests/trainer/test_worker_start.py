@@ -16,8 +16,8 @@ import trainer.worker
 @pytest.mark.parametrize("module", ["trainer.train", "trainer.job_spec"])
 def test_neither_a_worker_nor_the_agent_imports_pandas(module):
     """Every worker imports trainer.train and the torchrun agent reads the job (trainer.job_spec):
-    through the planner they imported pandas, 0.5-0.8 s of CPU per process and launch on the 2-core
-    CI machine, for a function of the candidate search they never call (planner/model/rowwise.py
+    through the planner they imported pandas, 0.5-0.8 s of CPU per process and launch on a 2-core
+    machine, for a function of the candidate search they never call (planner/model/rowwise.py
     imports it where it factorizes)."""
     assert "pandas" not in loaded_at_import(module, REPO)
 
