@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from planner.layout import Sharding
 from planner.model.settings_job import JobSettings, clip_streamed_bytes
 from planner.units import BF16_BYTES, FP32_BYTES
 
@@ -70,12 +71,17 @@ class FormatSettings(JobSettings):
     # at that width (goodput.py); what the step holds beside them is ``state_memory.computes_on_stored_weights``'s.
     # False: an fp32 master apart from them.
     weights_are_master: bool = False
-    # Data parallelism without sharding computes with the module's own weights: torch's
-    # DistributedDataParallel, which HF Trainer / accelerate wrap a model in without FSDP or DeepSpeed. False:
-    # with a copy gathered from them even where no cast is needed (FSDP2's ``replicate``, trainplan's
-    # trainer/parallel.py; torchtitan's ``fully_shard`` at a shard degree of 1, models/llama3/parallelize.py
-    # at b5bcd76). Read where no cast makes that copy anyway: pure bf16 (``state_memory.computes_on_stored_weights``).
-    ddp_computes_on_weights: bool = False
+    # The shardings under which the stack's data parallelism computes with the module's own stored weights
+    # where they are in the compute dtype (fp32 training, pure bf16: ``state_memory.computes_on_stored_weights``),
+    # with no copy apart: Megatron's distributed optimizer (views of its fp32 weights, trial s40) and
+    # DeepSpeed's engine below ZeRO-3 (stack_profiles.py ``ZERO_ON_MODULE_WEIGHTS``); torch's DistributedDataParallel, which HF
+    # Trainer / accelerate and Composer (llm-foundry; its FSDP1 NO_SHARD likewise) wrap a model in without
+    # sharding. None: FSDP2 (trainplan's trainer/parallel.py, torchtitan's ``fully_shard`` at a shard degree of 1,
+    # models/llama3/parallelize.py at b5bcd76), whose ``replicate`` and ``fully_shard`` keep the stored weights
+    # apart from the copy they gather even where no cast is needed (review55 at bf16, bf16rest56 at fp32:
+    # torch 2.13 on gloo ranks); FSDP1's sharded strategies likewise (``_full_param_padded``,
+    # torch 2.13 fsdp/_flat_param.py l.1277-1292).
+    computes_on_weights_under: tuple[Sharding, ...] = ()
     # Bytes per gradient element the data-parallel reductions move where they differ from the held
     # ``grad_bytes`` (None: the same; ``saved_bytes.reduced_grad_bytes``): torchtitan's pure bf16.
     grad_reduce_bytes: float | None = None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from planner.layout import Sharding
 from planner.model.attention_choice import with_attention
 from planner.model.attention_kernels import AttentionKernel
 from planner.model.block_rows import Recompute
@@ -44,7 +45,17 @@ MEGATRON_VOCAB_PARALLEL_CE_BYTES_PER_LOGIT = 6.0
 # backward writes the gradient into the logits' own buffer; only 12 bytes per token beside them.
 TE_FUSED_CE_BYTES_PER_LOGIT = 2.0
 
+# Where fp32 (or pure bf16) weights are computed with as stored, no copy beside them
+# (FormatSettings.computes_on_weights_under). Below ZeRO-3, Megatron's distributed optimizer steps views of
+# its fp32 weights (trial s40). Without sharding only: torch's DDP, and DeepSpeed's engine at stage 0 (a
+# plain optimizer on the module's parameters); its ZeRO-1/2 steps a clone of the rank's partition beside the
+# whole module weights (stage_1_and_2.py ``weights_partition = ...detach().clone()`` at 02aa38c), as mixed
+# precision's fp32 partition beside the bf16 module: bf16rest56.
+MEGATRON_FP32_VIEWS = (Sharding.NONE, Sharding.ZERO1, Sharding.ZERO2)
+UNSHARDED_ON_WEIGHTS = (Sharding.NONE,)
+
 MEGATRON_LM_SETTINGS = DEFAULT_SETTINGS.but(
+    computes_on_weights_under=MEGATRON_FP32_VIEWS,
     sliding_window_band=False,  # windows are the kernel's (ModelingSettings.sliding_window_band)
     # its optimizer offload keeps the gradient buffer on the GPU (ModelingSettings), so gradient
     # accumulation moves nothing to the host (settings_job.py ``NO_ACCUM_OFFLOAD``)
@@ -99,6 +110,8 @@ MEGATRON_DEEPSPEED_HOST_S_PER_BLOCK = 10.0e-3
 # (validation/whole_runs.py: BLOOM, Lucie-7B), 21 of BigScience's and 40 of Lucie-Training's timed
 # layouts (validation/megatron_deepspeed_runs.py).
 MEGATRON_DEEPSPEED_SETTINGS = MEGATRON_LM_SETTINGS.but(
+    # its ZeRO-1 is DeepSpeed's optimizer, a clone of the partition beside the module (not Megatron's views)
+    computes_on_weights_under=UNSHARDED_ON_WEIGHTS,
     # DeepSpeed's engine offloads (its ZeRO stages' rules: settings_job.py)
     offload_accum_fsdp=DEEPSPEED_ZERO3_ACCUM_OFFLOAD,
     offload_accum_zero2=DEEPSPEED_ZERO2_ACCUM_OFFLOAD,
@@ -133,6 +146,7 @@ MEGATRON_MOE_LAUNCHES_POST_SYNC = 10.0
 MEGATRON_MOE_LAUNCHES_BACKWARD = 26.0
 
 MEGATRON_CORE_SETTINGS = DEFAULT_SETTINGS.but(
+    computes_on_weights_under=MEGATRON_FP32_VIEWS,
     sliding_window_band=False,  # TransformerEngine's window_size (ModelingSettings.sliding_window_band)
     offload_unsharded_grads=False,  # as Megatron-LM's
     offload_accum_fsdp=NO_ACCUM_OFFLOAD,
@@ -327,8 +341,9 @@ HF_TRAINER_SETTINGS = DEFAULT_SETTINGS.but(
     # Its inner micro-batches run under accelerate's no_sync: whole gradients held, reduced once a
     # step, FSDP2's zero2 re-gathering every micro-batch (settings_job.py ``ACCELERATE_NO_SYNC``).
     accum_sync=ACCELERATE_NO_SYNC,
-    # Without FSDP, torch's DistributedDataParallel: a pure-bf16 model computes with its own weights (FormatSettings)
-    ddp_computes_on_weights=True,
+    # Without FSDP, torch's DistributedDataParallel: an fp32 or pure-bf16 model computes with its own weights
+    # (DeepSpeed's, below, inherits it: UNSHARDED_ON_WEIGHTS)
+    computes_on_weights_under=UNSHARDED_ON_WEIGHTS,
 )
 
 # DeepSpeed ZeRO on Hugging Face modules (the transformers / accelerate integration, the stack of
@@ -386,6 +401,9 @@ LLM_FOUNDRY_SETTINGS = with_attention(
         # micro-batch's accumulated shard to the host on a side stream (settings_job.py)
         offload_accum_fsdp=FSDP1_ACCUM_OFFLOAD,
         offload_accum_zero2=FSDP1_ACCUM_OFFLOAD,
+        # Without sharding, torch's DDP or FSDP1's NO_SHARD (views of its flat parameter) compute with the
+        # stored weights; SHARD_GRAD_OP gathers into a buffer apart (FormatSettings.computes_on_weights_under)
+        computes_on_weights_under=UNSHARDED_ON_WEIGHTS,
     ),
     AttentionKernel.FLASH2,
 )

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from planner.model.candidates import PREC_FP32, SHARD_FSDP, SHARD_NONE, SHARD_ZERO1, SHARD_ZERO2, Candidates
+from planner.model.candidates import PREC_FP32, SHARD_FSDP, SHARD_ZERO1, SHARD_ZERO2, Candidates, code
 from planner.model.saved_bytes import compute_dtype_bytes, grad_element_bytes
 from planner.model.settings import ModelingSettings
 from planner.model.stage_params import StageParams
@@ -89,14 +89,14 @@ def unsharded_param_bytes(stage: StageParams, c: Candidates, s: ModelingSettings
 
 def computes_on_stored_weights(c: Candidates, s: ModelingSettings) -> np.ndarray:
     """Rows that compute with the stored weights themselves, with no copy apart (whole on every rank
-    under DDP / ZeRO-1/2): fp32 training (Megatron's distributed optimizer takes views of its fp32
-    weights, trial s40; applied on every stack, FSDP2's fp32 copy uncounted: review55, left), and pure
-    bf16 (``s.weights_are_master``) under DDP where the stack's DDP computes on the module's own weights
-    (``s.ddp_computes_on_weights``). Elsewhere pure bf16 runs under FSDP2 (the stacks that offer it),
-    which keeps the stored bf16 weights (sharded from ZeRO-1 on) beside the copy it gathers to compute
-    with, as it keeps mixed precision's fp32 master beside the bf16 one: a 2-byte master and a working
-    copy. review55: torch 2.13's fully_shard without resharding and its replicate hold the two in
-    distinct storages (gloo ranks); counted whole with no copy, zero1/zero2 were 2/dp and DDP 2 bytes a
-    parameter short."""
-    pure_ddp = s.weights_are_master & s.ddp_computes_on_weights & (c.sharding == SHARD_NONE)
-    return (c.precision == PREC_FP32) | pure_ddp
+    under DDP / ZeRO-1/2): the weights are in the compute dtype (fp32 training, or pure bf16:
+    ``s.weights_are_master``) and the stack's data parallelism at the row's sharding computes on the
+    module's own weights (``s.computes_on_weights_under``: Megatron's distributed optimizer, trial s40;
+    torch's DDP). Elsewhere FSDP2 keeps the stored weights (sharded from ZeRO-1 on) beside the copy it
+    gathers to compute with, as it keeps mixed precision's fp32 master beside the bf16 one: a master at
+    the weights' width and a working copy. review55 (bf16) and bf16rest56 (fp32): torch 2.13's
+    fully_shard without resharding and its replicate hold the two in distinct storages (gloo ranks);
+    counted whole with no copy, zero1/zero2 were w/dp and DDP w bytes a parameter short (w: 2 or 4)."""
+    in_compute_dtype = (c.precision == PREC_FP32) | s.weights_are_master
+    on_weights = np.isin(c.sharding, [code(sharding) for sharding in s.computes_on_weights_under])
+    return in_compute_dtype & on_weights

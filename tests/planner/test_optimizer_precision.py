@@ -12,7 +12,7 @@ from planner.catalog.hardware import load_catalog
 from planner.catalog.models import get_preset
 from planner.errors import RuleCode, RuleViolation
 from planner.fix_codes import FixCode
-from planner.layout import Layout, Precision, Sharding, TrainingConfig
+from planner.layout import Implementation, Layout, Precision, Sharding, TrainingConfig
 from planner.model.attention_kernels import CudnnGeneration
 from planner.model.optimizer_precision import OptimizerPrecision
 from planner.model.run_choices import RunChoices, run_settings
@@ -120,6 +120,34 @@ def test_fp32_weights_stay_whole_under_zero1_and_zero2():
         m = build_plan(LLAMA3_70B, "h100-sxm", layout, fp32, num_gpus=64, stack=Stack.MEGATRON_CORE).estimate.memory
         weights[sharding] = m.breakdown_gib.params + m.breakdown_gib.unsharded_params
     assert weights["zero1"] == pytest.approx(weights["none"]) == pytest.approx(weights["zero2"])
+
+
+FP32_COPY_STACKS = {
+    Stack.TRAINPLAN: "fsdp2",
+    Stack.TORCHTITAN: "fsdp2",
+    Stack.HF_TRAINER: "ddp",
+    Stack.DEEPSPEED: "ddp",
+}
+
+
+@pytest.mark.parametrize("stack", list(FP32_COPY_STACKS))
+@pytest.mark.parametrize("sharding", [Sharding.NONE, Sharding.ZERO1, Sharding.ZERO2])
+def test_fp32_keeps_a_copy_beside_the_stored_weights_where_the_code_makes_one(stack, sharding):
+    """bf16rest56 (review55 M1): s40's rule above is Megatron's, whose distributed optimizer steps views of
+    the fp32 weights. FSDP2's replicate and fully_shard without resharding keep the stored fp32 weights
+    (sharded from ZeRO-1 on) apart from the unsharded copy they compute with (torch 2.13 on gloo ranks,
+    trainplan's own apply_data_parallel at fp32), and DeepSpeed's ZeRO-1/2 steps a clone of the rank's
+    partition beside the whole module: 4 + 4/dp bytes a parameter, where 4 were counted (llama3.2-1b DDP on
+    8 GPUs: 4.6 GiB short). torch's DDP (HF Trainer, DeepSpeed's stage 0) computes on the weights: 4."""
+    layout = LAYOUT.model_copy(update={"sharding": sharding, "pp": 1, "tp": 1})
+    if stack is Stack.TORCHTITAN and sharding is Sharding.ZERO1:
+        pytest.skip("torchtitan has no ZeRO-1")
+    fp32 = TRAINING.model_copy(update={"precision": Precision.FP32, "impl": stack.modules or Implementation.NATIVE})
+    m = build_plan(LLAMA3_70B, "h100-sxm", layout, fp32, num_gpus=64, stack=stack).estimate.memory.breakdown_gib
+    whole = LLAMA3_70B.num_params() * 4 / 2**30
+    copy = FP32_COPY_STACKS[stack] == "fsdp2" or sharding is not Sharding.NONE
+    stored = whole / (1 if sharding is Sharding.NONE else 64)
+    assert (m.params, m.unsharded_params) == pytest.approx((stored, whole) if copy else (whole, 0.0), rel=1e-3)
 
 
 def test_the_host_keeps_fp32_masters_whatever_the_gpu_would():
