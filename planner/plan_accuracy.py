@@ -51,8 +51,8 @@ class MeasuredJobUse(BaseModel):
 
 class MemoryBand(BaseModel):
     """The 80 % band of the reserved memory peak (planner/accuracy/memory_band.py): read from the
-    measured peaks of the plan's kind (``validated``) or, where fewer were measured, from every
-    one. ``may_not_fit``: the figure passes the fit rule, but the band's high end passes the
+    measured peaks of the plan's kind (``own_kind``; ``validated`` where no choice of the run is one no
+    peak measured) or, where fewer were measured, from every one. ``may_not_fit``: the figure passes the fit rule, but the band's high end passes the
     GPU's memory itself (``room_gib``: capacity less the CUDA context): it may run out of memory.
     The rule's headroom is a margin of its own, so the band is not held against it as well (review
     s39: measured against the rule's limit, following the card's advice moved the limit and the
@@ -80,6 +80,18 @@ class MemoryBand(BaseModel):
     # peak of megatron-core" beside "megatron-core 6", two configurations that ran 4-11 % over).
     own_configurations: int = 0
     own_ratio: tuple[float, float] | None = None
+    # Read from its own kind's peaks (None: plan files before bf16rest56, whose ``validated`` said it).
+    # ``validated`` is that, and no run choice of it unmeasured: ``unmeasured_features`` (Feature names,
+    # lower case: "pure_bf16"), the choices no measured peak ran, which widen the band by ``widened_by``
+    # at its high end as a feature its rows lack widens the time band (planner/accuracy/memory_band.py).
+    own_kind: bool | None = None
+    unmeasured_features: tuple[str, ...] = ()
+    widened_by: float = 0.0
+
+    @property
+    def from_own_kind(self) -> bool:
+        """Whether the band was read from its own kind's measured peaks (``own_kind``)."""
+        return self.validated if self.own_kind is None else self.own_kind
 
 
 class FewRowsEnd(BaseModel):

@@ -700,6 +700,11 @@ _LABELS: dict[str, tuple[str, str]] = {
         "显存：预留峰值的 80% 误差区间为 {low:.1f}–{high:.1f} GiB；{kind}只实测了 {configurations} 种配置（实测相对模型"
         " {own_low:+.0%} 至 {own_high:+.0%}），不足以单独成区间，因此取自全部 {rows} 个实测峰值（{stacks}；平均误差 {error:.1%}）。",
     ),
+    "memory_band_unmeasured": (
+        "No measured peak ran {features}: the band is widened as a feature its rows lack widens the time band"
+        " (by {widened:.0%} at its high end).",
+        "没有任何实测峰值采用{features}：误差区间像时间区间遇到其数据所缺的特征时一样加宽（上端加宽 {widened:.0%}）。",
+    ),
     "memory_kind": ("{stack}{modules}, {scale}", "{stack}{modules}（{scale}）"),
     "memory_kind_hf": (" with Hugging Face modules", "（Hugging Face 模块）"),
     "memory_kind_one": ("one GPU", "单 GPU"),

@@ -175,7 +175,7 @@ def memory_band_text(tr: Labels, u: Uncertainty) -> str | None:
     kind = tr("memory_kind", stack=band.stack or band.kind, modules=modules, scale=scale)
     low, high = band.reserved_gib
     values = dict(low=low, high=high, rows=band.rows, kind=kind, error=band.mean_abs_error)
-    key = "memory_band_own" if band.validated else "memory_band_few" if band.own_ratio else "memory_band_all"
+    key = "memory_band_own" if band.from_own_kind else "memory_band_few" if band.own_ratio else "memory_band_all"
     own_low, own_high = (r - 1.0 for r in band.own_ratio) if band.own_ratio else (0.0, 0.0)
     text = tr(
         key,
@@ -185,6 +185,9 @@ def memory_band_text(tr: Labels, u: Uncertainty) -> str | None:
         own_low=own_low,
         own_high=own_high,
     )
+    if band.unmeasured_features:  # review55 M3: no peak of a pure-bf16 run was measured
+        features = tr.join([_feature_text(tr, Feature[name.upper()], "") for name in band.unmeasured_features])
+        text = tr.sentences(text, tr("memory_band_unmeasured", features=features, widened=band.widened_by))
     fit = "memory_may_not_fit" if band.may_not_fit else "memory_may_fit" if band.may_fit else None
     room = band.usable_gib if band.room_gib is None else band.room_gib
     return text if fit is None else tr.sentences(text, tr(fit, usable=band.usable_gib, room=room))

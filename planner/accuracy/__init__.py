@@ -364,11 +364,13 @@ def uncertainty(
 def _memory_band(estimate: Estimate, regime: Regime) -> MemoryBand | None:
     """The band of the estimate's reserved peak, against what the fit rule leaves it (the usable
     memory less the CUDA context; review s38: the context was left out, so a plan the rule refuses
-    could read "fits") and the GPU's room (its capacity less the context)."""
+    could read "fits") and the GPU's room (its capacity less the context), widened for the run choices
+    of its regime that no measured peak ran (review55 M3: pure bf16)."""
     m = estimate.memory
     context = DEFAULT_SETTINGS.cuda_context_bytes / GIB
     hf, multi = bool(regime.features & Feature.HF_MODULES), bool(regime.features & Feature.MULTI_GPU)
-    return memory_band(m.reserved_gib, m.usable_gib - context, m.capacity_gib - context, regime.stack, hf, multi)
+    usable, room = m.usable_gib - context, m.capacity_gib - context
+    return memory_band(m.reserved_gib, usable, room, regime.stack, hf, multi, features=regime.features)
 
 
 def efficiency_ceiling(ceiling: Ceiling | None, estimate: Estimate, lifted: bool = False) -> EfficiencyCeiling | None:

@@ -113,6 +113,18 @@ def z(p: float) -> float:
     return NormalDist().inv_cdf(p)
 
 
+def extrapolation_sigma(distance: float, kappa: float = EXTRAPOLATION_KAPPA) -> float:
+    """The spread (log units, one standard deviation) a band gains for lying ``distance`` units past
+    what was measured (regime distance: ``FEATURE_WEIGHTS`` for each feature its rows lack):
+    kappa x distance. The time band's (``Evidence.extra``) and the memory band's (memory_band.py)."""
+    return kappa * distance
+
+
+def widening(distance: float, kappa: float = EXTRAPOLATION_KAPPA) -> float:
+    """That spread at the 80 % band's upper end, as a fraction: exp(kappa x distance x z(0.9)) - 1."""
+    return float(np.expm1(extrapolation_sigma(distance, kappa) * z(BAND_QUANTILES[1])))
+
+
 @functools.cache  # a plan's first search asks it for the same rows thousands of times
 def row_regime(row: HeldOutRow) -> Regime:
     """The regime a validation row is placed in (its sequence only as the long feature; its
@@ -268,7 +280,7 @@ class Evidence:
     def extra(self, p: float) -> float:
         """What a new source, the distance and a sequence past the longest measured add to the
         rows' own spread at quantile ``p``."""
-        extrapolation = self.kappa * (self.distance + self.sequence_doublings)
+        extrapolation = extrapolation_sigma(self.distance + self.sequence_doublings, self.kappa)
         return float(np.hypot(self.source_sigma, extrapolation)) * abs(z(p))
 
     def time_factor(self, p: float) -> float:
@@ -279,7 +291,7 @@ class Evidence:
     def widened_by(self) -> float:
         """The extrapolation term at the band's upper end (0 inside the envelope and the longest
         measured sequence), as a fraction."""
-        return float(np.expm1(self.kappa * (self.distance + self.sequence_doublings) * z(BAND_QUANTILES[1])))
+        return widening(self.distance + self.sequence_doublings, self.kappa)
 
     def nearest_regime(self) -> Regime:
         """The regime of the row nearest the query, with the kernel it ran where the query names one

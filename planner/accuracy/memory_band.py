@@ -41,8 +41,9 @@ from pathlib import Path
 
 import numpy as np
 
-from planner.accuracy.bands import BAND_QUANTILES, z
+from planner.accuracy.bands import BAND_QUANTILES, extrapolation_sigma, widening, z
 from planner.accuracy.new_source import new_source_quantile
+from planner.accuracy.regime import FEATURE_WEIGHTS, FEATURE_WORDS, Feature
 from planner.accuracy.residuals import source_name
 from planner.plan_accuracy import MemoryBand
 
@@ -50,6 +51,12 @@ MEMORY_RESIDUALS_CSV = Path(__file__).resolve().parent / "memory_residuals.csv"
 # Fewer rows than this of a plan's kind read every row instead: a band of two rows is their two
 # errors, not a spread. A choice, like bands.MIN_ROWS.
 MIN_MEMORY_ROWS = 5
+# A run's choices that no measured peak ran: every row above is mixed precision (an fp32 master beside
+# bf16 compute), so a pure-bf16 plan's states are a byte count no peak checked (review55 M3: its band read
+# "from all 26 measured peaks" and said nothing; the byte count had missed FSDP2's copy, 15 GiB, review55 H).
+# Each widens the band as a feature a time band's rows lack widens it (``FEATURE_WEIGHTS`` units of
+# ``bands.extrapolation_sigma``), and is named beside it.
+UNMEASURED_MEMORY_FEATURES = (Feature.PURE_BF16,)
 
 
 @dataclass(frozen=True)
@@ -131,19 +138,35 @@ def _source_means(rows: tuple[MemoryRow, ...]) -> list[float]:
     return [float(np.mean(v)) for v in by_source.values()]
 
 
-def ratio_band(rows: tuple[MemoryRow, ...], offset_rows: tuple[MemoryRow, ...]) -> tuple[float, float]:
+def unmeasured_features(features: int) -> tuple[Feature, ...]:
+    """The features of ``features`` (a plan's regime bits) that no measured peak ran."""
+    return tuple(f for f in UNMEASURED_MEMORY_FEATURES if int(features) & f)
+
+
+def unmeasured_distance(features: int) -> float:
+    """How far past the measured peaks a plan lies: its unmeasured features' ``FEATURE_WEIGHTS``."""
+    return sum(FEATURE_WEIGHTS[f] for f in unmeasured_features(features))
+
+
+def ratio_band(
+    rows: tuple[MemoryRow, ...], offset_rows: tuple[MemoryRow, ...], distance: float = 0.0
+) -> tuple[float, float]:
     """The 10th and 90th percentiles of measured / predicted over ``rows``, each end widened in
     quadrature (log units, as the time band's ``log_quantile``) by where a new source's offset may
     lie, from the sources of ``offset_rows``: their means' standard deviation times the
     prediction-interval quantile of so few of them (``new_source_quantile``: t with k - 1 degrees
-    of freedom; the normal's z until session 42, when three sources' held-out coverage read 54 %)."""
+    of freedom; the normal's z until session 42, when three sources' held-out coverage read 54 %),
+    and by ``distance`` units past what they measured (``unmeasured_distance``), as the time band's."""
     logs = np.log([r.ratio for r in rows])
     m = float(np.median(logs))
     sigma, sources = source_sigma(offset_rows), len(_source_means(offset_rows))
     ends = []
     for q in BAND_QUANTILES:
         spread = float(np.quantile(logs, q)) - m
-        ends.append(float(np.exp(m + np.sign(z(q)) * np.hypot(spread, sigma * new_source_quantile(q, sources)))))
+        width = np.hypot(spread, sigma * new_source_quantile(q, sources))
+        if distance:
+            width = np.hypot(width, extrapolation_sigma(distance) * z(q))
+        ends.append(float(np.exp(m + np.sign(z(q)) * width)))
     return ends[0], ends[1]
 
 
@@ -155,15 +178,15 @@ def passes_room(reserved, high, room):
 
 
 def band_ratios(
-    stack: str, hf_modules: bool, multi_gpu: bool, rows: tuple[MemoryRow, ...] | None = None
+    stack: str, hf_modules: bool, multi_gpu: bool, rows: tuple[MemoryRow, ...] | None = None, features: int = 0
 ) -> tuple[float, float]:
     """The band's ends as measured / predicted for a plan of this kind (``ratio_band`` of its
-    ``evidence_rows``); (1, 1) with no measured peak at all."""
+    ``evidence_rows``, widened for its ``unmeasured_features``); (1, 1) with no measured peak at all."""
     rows = load_memory_rows() if rows is None else rows
     if not rows:
         return 1.0, 1.0
     used, _ = evidence_rows(rows, stack, hf_modules, multi_gpu)
-    return ratio_band(used, rows)
+    return ratio_band(used, rows, unmeasured_distance(features))
 
 
 def memory_band(
@@ -174,14 +197,17 @@ def memory_band(
     hf_modules: bool,
     multi_gpu: bool,
     rows: tuple[MemoryRow, ...] | None = None,
+    features: int = 0,
 ) -> MemoryBand | None:
     """The band of a plan's reserved peak (None: no measured peak at all), against what the fit
-    rule leaves it (``usable_gib``) and the GPU's own room (``room_gib``; ``MemoryBand``)."""
+    rule leaves it (``usable_gib``) and the GPU's own room (``room_gib``; ``MemoryBand``); ``features``:
+    the plan's regime bits, of which the ``unmeasured_features`` widen it and are named."""
     rows = load_memory_rows() if rows is None else rows
     if not rows:
         return None
     used, own = evidence_rows(rows, stack, hf_modules, multi_gpu)
-    low, high = band_ratios(stack, hf_modules, multi_gpu, rows)
+    low, high = band_ratios(stack, hf_modules, multi_gpu, rows, features)
+    unmeasured = unmeasured_features(features)
     few = () if own else kind_rows(rows, stack, hf_modules, multi_gpu)
     errors = [abs(1.0 / r.ratio - 1.0) for r in used]  # predicted / measured - 1, as the tables print it
     fits = reserved_gib <= usable_gib
@@ -192,7 +218,10 @@ def memory_band(
         room_gib=room_gib,
         may_not_fit=fits and bool(passes_room(reserved_gib, high, room_gib)),
         may_fit=not fits and reserved_gib * low <= usable_gib,
-        validated=own,
+        validated=own and not unmeasured,
+        own_kind=own,
+        unmeasured_features=tuple(str(f.name).lower() for f in unmeasured),
+        widened_by=widening(unmeasured_distance(features)),
         rows=len(used),
         sources=tuple(sorted({source_name(r.source) for r in used})),
         stacks=tuple(f"{name} {n}" for name, n in sorted(counts.items())),
@@ -230,11 +259,14 @@ def memory_words(band: MemoryBand) -> str:
     low, high = band.reserved_gib
     figures = f"80 % band of the reserved peak {low:.1f}-{high:.1f} GiB"
     error = f"mean |error| {band.mean_abs_error:.1%}"
-    if band.validated:
+    if band.from_own_kind:
         text = f"{figures}, from {band.rows} measured peaks of {band.kind} ({error})"
     else:
         read = ", ".join(band.stacks)
         text = f"{figures}: {_own_words(band)}; read from all {band.rows} measured peaks ({read}), {error}"
+    if band.unmeasured_features:
+        said = ", ".join(FEATURE_WORDS[Feature[name.upper()]] for name in band.unmeasured_features)
+        text += f"; no measured peak ran {said}: band widened by {band.widened_by:.0%}"
     if band.may_not_fit:
         room = band.usable_gib if band.room_gib is None else band.room_gib
         text += f"; its high end passes the {room:.1f} GiB the GPU holds beside the CUDA context: it may not fit"

@@ -347,15 +347,16 @@ def row_evidence(
         mfu_ceiling=ceilings,
         time_factor=risk,
         band=(lo, hi),
-        memory_high=memory_high_ratios(c, request.stack.value),
+        memory_high=memory_high_ratios(c, request.stack.value, run),
         judges_memory=request.risk.judges_memory,
     )
 
 
-def memory_high_ratios(c: Candidates, stack: str) -> np.ndarray:
+def memory_high_ratios(c: Candidates, stack: str, run_features: int = 0) -> np.ndarray:
     """Each row's memory band's high end (measured / predicted) by its kind: the stack's, its
-    modules' (Hugging Face's or not) and its scale (one GPU or more)."""
+    modules' (Hugging Face's or not) and its scale (one GPU or more), widened for the run's choices
+    no measured peak ran (``run_features``: pure bf16, memory_band.py)."""
     hf, multi = c.impl == IMPL_HF, c.num_gpus > 1
     kinds = [(h, m) for h in (False, True) for m in (False, True)]
-    highs = [band_ratios(stack, h, m)[1] for h, m in kinds]
+    highs = [band_ratios(stack, h, m, features=run_features)[1] for h, m in kinds]
     return np.select([(hf == h) & (multi == m) for h, m in kinds], highs)

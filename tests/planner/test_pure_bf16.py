@@ -9,7 +9,9 @@ import json
 
 import pytest
 
-from planner.accuracy.regime import Feature
+from planner.accuracy.bands import widening
+from planner.accuracy.memory_band import band_ratios, memory_words
+from planner.accuracy.regime import FEATURE_WEIGHTS, Feature
 from planner.api import PlanRequest, build_plan, plan, restack
 from planner.api.rebuild import dropped_choices
 from planner.catalog.hardware import load_catalog
@@ -26,6 +28,7 @@ from planner.model.stacks import STACK_SETTINGS, Stack
 from planner.model.stage_params import busiest_stage
 from planner.model.state_memory import state_bytes, unsharded_param_bytes
 from planner.plan import Plan
+from planner.search.score import memory_high_ratios
 
 PURE = OptimizerPrecision(pure_bf16=True)
 LLAMA3_8B = get_preset("llama3-8b")
@@ -85,6 +88,29 @@ def test_hf_trainers_ddp_computes_on_the_whole_bf16_weights_with_no_copy():
     pure = states(layout, 2, PURE, Stack.HF_TRAINER)
     assert pure["params"] == pytest.approx(LLAMA3_8B.num_params() * 2)
     assert pure["unsharded_params"] == 0 < mixed["unsharded_params"]
+
+
+def test_the_memory_band_says_no_measured_peak_ran_pure_bf16_and_widens_as_the_time_band_does():
+    """Review55 M3: a pure-bf16 plan's memory band read "from all 26 measured peaks", none of which ran it.
+    It now names the feature and widens as a time band widens for one feature its rows lack (the same
+    kappa and FEATURE_WEIGHTS: ``bands.widening``), in JSON and in words; a torchtitan plan, whose own
+    kind has peaks, is no longer called validated. The search's tie key reads the widened high end."""
+    layout = Layout(dp_shard=8)
+    mixed, pure = estimate(layout, 8), estimate(layout, 8, optimizer_precision=PURE)
+    assert mixed.memory_band.unmeasured_features == () and mixed.memory_band.widened_by == 0.0
+    band = pure.memory_band
+    assert band.unmeasured_features == ("pure_bf16",)
+    assert band.widened_by == pytest.approx(widening(FEATURE_WEIGHTS[Feature.PURE_BF16])) and band.widened_by > 0
+    assert "no measured peak ran pure bf16 (--pure-bf16): band widened by 4%" in memory_words(band)
+    for stack in (Stack.TRAINPLAN, Stack.TORCHTITAN):
+        plain_low, plain_high = band_ratios(stack.value, False, True)
+        low, high = band_ratios(stack.value, False, True, features=Feature.PURE_BF16)
+        assert low < plain_low and high > plain_high
+    titan = estimate(layout, 8, Stack.TORCHTITAN, optimizer_precision=PURE).memory_band
+    assert titan.from_own_kind and not titan.validated and estimate(layout, 8, Stack.TORCHTITAN).memory_band.validated
+    gpu = load_catalog().gpu("h100-sxm")
+    c = single(gpu, layout.resolve(8), TRAINING, gpus_per_node=8, network_bandwidth=1e9)
+    assert memory_high_ratios(c, "trainplan", int(Feature.PURE_BF16))[0] > memory_high_ratios(c, "trainplan")[0]
 
 
 def test_the_optimizer_step_streams_half_the_bytes_and_the_checkpoint_holds_bf16():

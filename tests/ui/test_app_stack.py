@@ -25,7 +25,7 @@ from planner.plan import Plan
 from ui import app_core, app_portfolio
 from ui.calibration_upload import CalibrationUpload, calibrated_from_upload
 from ui.i18n import Labels, plain
-from ui.messages import seconds
+from ui.messages import memory_band_text, seconds
 from ui.reasons import CALIBRATION_REASONS, reason_key, reason_text, refusal
 
 MACHINE = dict(host="node-17", device="NVIDIA H100 80GB HBM3", driver="570.86.15", date="2026-11-30", software="torch")
@@ -231,7 +231,13 @@ def test_pure_bf16_is_offered_where_the_stack_trains_so_and_reaches_the_plan():
         at.run()
         assert not at.exception, [e.value for e in at.exception]
         assert headline(at, tr) == shown_card(expected, tr) != shown_card(mixed, tr)
-        assert tr("card_optimizer", formats=tr("pure_bf16")) in [m.value for m in (*at.markdown, *at.caption)]
+        shown = [m.value for m in (*at.markdown, *at.caption)]
+        assert tr("card_optimizer", formats=tr("pure_bf16")) in shown
+        # review55 M3: the memory band says that no measured peak ran pure bf16, in the page's language
+        memory = memory_band_text(tr, expected.estimate.uncertainty)
+        widened = expected.estimate.memory_band.widened_by
+        said = tr("memory_band_unmeasured", features=tr("feature_pure_bf16"), widened=widened)
+        assert memory is not None and said in memory and any(memory in text for text in shown)
 
 
 def test_a_calibration_file_reaches_the_plan_and_names_its_machine(tmp_path):
