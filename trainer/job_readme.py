@@ -10,7 +10,7 @@ from planner.fmt import counted
 from planner.plan import Plan
 from trainer.job_disk import checkpoint_disk_words
 from trainer.job_k8s import K8S_JOBS_MOUNT, image_note
-from trainer.job_scripts import RDZV_PORT, one_line_comment
+from trainer.job_scripts import RDZV_PORT, one_line_comment, precision_words
 from trainer.job_spec import JobSpec
 from trainer.worker import WORKER_MODULE
 
@@ -64,6 +64,7 @@ def render_readme(spec: JobSpec, job_dir: Path | None) -> str:
             f"micro-batch {plan.training.micro_batch} x seq {plan.training.seq_len} x accumulation "
             f"{plan.training.grad_accum}",
         ),
+        *([] if (precision := precision_words(plan)) is None else [("precision", precision)]),
         ("predicted step", f"{plan.estimate.time.step_s:.3g} s"),
         ("predicted memory", f"{memory.reserved_gib:.1f} of {memory.capacity_gib:.1f} GiB reserved"),
         ("run", f"{run.steps} steps, checkpoint every {run.checkpoint_every}, seed {run.seed}"),

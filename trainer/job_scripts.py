@@ -41,11 +41,29 @@ def procs_per_node(plan: Plan) -> int:
     return plan.num_gpus // plan.num_nodes
 
 
+# What a pure-bf16 job's files say of its numerics (the plan's ``optimizer_precision.pure_bf16``;
+# review55 L4: README.md, launch.sh, slurm.sbatch and k8s.yaml named no precision). bf16 keeps 8
+# significant bits, so an update under about 2^-8 (0.4 %) of a weight rounds to the same bf16 value
+# (review55 L2): AdamW's decoupled weight decay (lr x weight_decay of it, 3e-4 x 0.01 = 3e-6) always,
+# and late cosine steps at small learning rates for most weights. Mixed precision's files say nothing.
+PURE_BF16_JOB_WORDS = (
+    "pure bf16: weights, gradients and AdamW moments bf16, no fp32 master; an update under about 0.4 % of a"
+    " weight (weight decay, small late learning rates) rounds away"
+)
+
+
+def precision_words(plan: Plan) -> str | None:
+    """``PURE_BF16_JOB_WORDS`` for a pure-bf16 plan; None for mixed precision."""
+    return PURE_BF16_JOB_WORDS if plan.optimizer_precision.pure_bf16 else None
+
+
 def job_summary(spec: JobSpec) -> str:
+    """The scripts' header line: model, hardware, layout, step and, for pure bf16, ``precision_words``."""
     plan = spec.plan
+    precision = "" if (words := precision_words(plan)) is None else f"; {words}"
     return one_line_comment(
         f"{plan.model.name} on {plan.num_gpus} x {plan.gpu} ({counted(plan.num_nodes, 'node')}), "
-        f"layout {plan.layout.describe()}, predicted step {plan.estimate.time.step_s:.3g} s"
+        f"layout {plan.layout.describe()}, predicted step {plan.estimate.time.step_s:.3g} s{precision}"
     )
 
 

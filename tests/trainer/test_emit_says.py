@@ -19,6 +19,7 @@ from planner.plan import Plan
 from trainer.data_budget import DataBudget, data_budget
 from trainer.job import emit_job
 from trainer.job_disk import checkpoint_disk
+from trainer.job_scripts import PURE_BF16_JOB_WORDS
 from trainer.job_spec import JobSpec, RunSettings
 from trainer.launch import prepare_or_exit_code
 
@@ -180,6 +181,21 @@ def test_a_pure_bf16_job_says_its_checkpoints_hold_bf16_at_half_the_bytes(tmp_pa
     per = checkpoint_bytes(mixed.model, STACK_SETTINGS[mixed.stack])
     assert disk is not None and disk.per_checkpoint_bytes == pytest.approx(per / 2)
     assert f"x {file_size(per / 2)} (bf16 weights and AdamW state)" in out
+
+
+def test_a_pure_bf16_jobs_files_name_its_precision_and_mixed_ones_say_nothing(tmp_path) -> None:
+    """review55 L4: README.md, launch.sh, slurm.sbatch and k8s.yaml of a pure-bf16 job named no precision;
+    they now say it trains in pure bf16 and that small updates may round away (L2), in one set of words."""
+    bf16 = TRAINING.model_copy(update={"precision": Precision.BF16})
+    pure_formats = OptimizerPrecision(pure_bf16=True)
+    pure = jobs.make_plan(Layout(dp_shard=16), bf16, 16, num_nodes=2, optimizer_precision=pure_formats)
+    mixed = jobs.make_plan(Layout(dp_shard=16), bf16, 16, num_nodes=2)
+    emit_job(pure, tmp_path / "pure", name="pure", run=RunSettings())
+    emit_job(mixed, tmp_path / "mixed", name="mixed", run=RunSettings())
+    for name in ("README.md", "launch.sh", "slurm.sbatch", "k8s.yaml"):
+        assert PURE_BF16_JOB_WORDS in (tmp_path / "pure" / name).read_text(), name
+        assert "pure bf16" not in (tmp_path / "mixed" / name).read_text(), name
+    assert "| precision | pure bf16: " in (tmp_path / "pure" / "README.md").read_text()
 
 
 def test_the_default_k8s_image_is_called_a_placeholder(tmp_path, capsys) -> None:
