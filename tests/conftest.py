@@ -66,13 +66,13 @@ LONGEST_MODULES_S = {
     "trainer/test_calibrate.py": 55,
     "ui/test_cli.py": 35,
     "ui/test_app_stack.py": 35,
+    "trainer/test_pure_bf16_run.py": 35,  # a two-rank torchrun launch: 34 s alone with the format guard, 2026-12-07
     "ui/test_app_views.py": 30,
     "ui/test_app_bars_browser.py": 30,  # 31 s alone, 2026-12-03
     "integration/test_gpu_validate_script.py": 30,
     "planner/test_plan.py": 26,
     "ui/test_batch.py": 25,
     "ui/test_app_details.py": 25,
-    "trainer/test_pure_bf16_run.py": 25,  # a two-rank torchrun launch: 21 s alone, 2026-12-07
     "integration/test_disk_and_checkpoint_faults.py": 20,
     "trainer/test_deepseek_native.py": 20,
     "trainer/test_data.py": 15,

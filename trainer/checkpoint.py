@@ -52,7 +52,7 @@ from trainer.files import (
     step_dir_name,
 )
 from trainer.log import ON_STDOUT, clipped
-from trainer.safe_dcp import safe_load
+from trainer.safe_dcp import safe_load, saved_dtypes
 
 log = logging.getLogger(__name__)
 
@@ -182,6 +182,15 @@ def _all_true(flag: bool, device: torch.device) -> bool:
     value = torch.tensor([1 if flag else 0], device=device)
     dist.all_reduce(value, op=dist.ReduceOp.MIN)
     return bool(value.item())
+
+
+# A checkpoint's format, by its weights' dtype (``_check_format``): pure bf16's weights are the master
+# (trainer/parallel.py ``cast_to_pure_bf16``); mixed precision's, and fp32 training's, are fp32 masters.
+# DCP loads either into the other, cast, without a word (bf16pure55, review55 L5).
+WEIGHT_FORMATS = {
+    True: "pure bf16 weights and AdamW moments (no fp32 master)",
+    False: "fp32 master weights and AdamW moments (mixed precision)",
+}
 
 
 class CheckpointManager:
@@ -391,6 +400,7 @@ class CheckpointManager:
                 corrupt.append(path)
                 continue
             self._check_identity(path, verdict.saved)
+            self._check_format(path, state)
             problem = self._try_load(path, state)
             if problem is not None:  # kept where it is: a load can fail for reasons of this run
                 touched = touched or path
@@ -431,6 +441,21 @@ class CheckpointManager:
                 f"checkpoint {path} holds {saved.description}, but job.json is for"
                 f" {self.identity.description}: the job dir was emitted again for another plan; move"
                 f" {self.ckpt_dir} aside or emit into a new directory"
+            )
+
+    def _check_format(self, path: Path, state: Checkpointable) -> None:
+        """A verified checkpoint in the other format (``WEIGHT_FORMATS``) than the model this job built:
+        refused, both named (an unreadable ``.metadata`` is left to the load, which says so)."""
+        try:
+            saved = torch.bfloat16 in saved_dtypes(path, "model.")
+        except Exception:  # an unreadable .metadata: _try_load reports it as the load's failure
+            return
+        built = any(p.dtype == torch.bfloat16 for p in state.model.parameters())
+        if saved != built:
+            raise ValueError(
+                f"checkpoint {path} holds {WEIGHT_FORMATS[saved]}, but job.json trains {WEIGHT_FORMATS[built]}:"
+                f" resuming would cast them; emit the plan {'with' if saved else 'without'} --pure-bf16 to resume"
+                f" it, or move {self.ckpt_dir} aside to start over"
             )
 
     def _try_load(self, path: Path, state: Checkpointable) -> str | None:

@@ -23,7 +23,7 @@ from typing import Any
 import torch
 from torch.distributed.checkpoint import DefaultLoadPlanner, FileSystemReader
 from torch.distributed.checkpoint._traverse import set_element
-from torch.distributed.checkpoint.metadata import Metadata, StorageMeta
+from torch.distributed.checkpoint.metadata import Metadata, StorageMeta, TensorStorageMetadata
 from torch.distributed.checkpoint.planner import ReadItem
 from torch.distributed.checkpoint.state_dict_loader import load as dcp_load
 
@@ -110,3 +110,12 @@ class SafeLoadPlanner(DefaultLoadPlanner):
 def safe_load(state_dict: dict[str, Any], path: Path) -> None:
     """``dcp.load`` of ``path`` into ``state_dict`` through the safe reader and planner."""
     dcp_load(state_dict, storage_reader=SafeFileSystemReader(path), planner=SafeLoadPlanner())
+
+
+def saved_dtypes(path: Path, prefix: str) -> set[torch.dtype]:
+    """The dtypes of the tensors whose keys start with ``prefix`` ("model.") in the checkpoint at
+    ``path``, from its ``.metadata`` alone (no shard is read)."""
+    entries = SafeFileSystemReader(path).read_metadata().state_dict_metadata
+    return {
+        e.properties.dtype for k, e in entries.items() if k.startswith(prefix) and isinstance(e, TensorStorageMetadata)
+    }

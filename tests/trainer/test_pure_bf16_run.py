@@ -15,8 +15,10 @@ from torch.distributed.fsdp import MixedPrecisionPolicy
 from torch.distributed.tensor import DTensor
 
 from planner.catalog.models import get_preset
+from planner.errors import ExitCode
 from planner.layout import Layout, Precision
 from planner.model.optimizer_precision import OptimizerPrecision
+from trainer.checkpoint import WEIGHT_FORMATS
 from trainer.model import build_native_model, native_init_rule
 from trainer.parallel import (
     apply_data_parallel,
@@ -31,10 +33,15 @@ from trainer.pipeline import PURE_BF16_WORDS
 PURE = settings(
     steps=4, checkpoint_every=2, micro_batch=2, precision="bf16", optimizer_precision=OptimizerPrecision(pure_bf16=True)
 )
+MIXED = settings(steps=2, checkpoint_every=2, micro_batch=2, precision="bf16")
 RUNS = {
     "pure": Run(Layout(dp_shard=2), 2, 1, PURE),
     # the same job from the first run's step-2 checkpoint (support/job_batch.py copies it in)
     "resumed": Run(Layout(dp_shard=2), 2, 1, PURE, resumes=("pure", "step-000002")),
+    # review55 L5: a job of the other format from it, and a pure job from a mixed run's checkpoint
+    "mixed_from_pure": Run(Layout(dp_shard=2), 2, 1, MIXED, resumes=("pure", "step-000002")),
+    "mixed": Run(Layout(dp_shard=2), 2, 1, MIXED),
+    "pure_from_mixed": Run(Layout(dp_shard=2), 2, 1, PURE, resumes=("mixed", "step-000002")),
 }
 
 
@@ -53,6 +60,13 @@ def test_a_pure_bf16_job_learns_saves_bf16_states_and_resumes(tmp_path):
     moments = {d for key, d in dtypes.items() if key.endswith(("exp_avg", "exp_avg_sq"))}
     assert weights == moments == {torch.bfloat16}, dtypes
     assert PURE_BF16_WORDS in batch_result(pure)[1]
+    # review55 L5: DCP loaded a checkpoint of the other format cast, without a word; refused in one line
+    finished(jobs, "mixed")
+    for name, saved, built in (("mixed_from_pure", True, False), ("pure_from_mixed", False, True)):
+        code, output = batch_result(jobs[name])
+        said = [line for line in output.splitlines() if WEIGHT_FORMATS[saved] in line]
+        assert code == ExitCode.INVALID and len(said) == 1 and WEIGHT_FORMATS[built] in said[0], output[-3000:]
+        assert "Traceback" not in output and not losses_by_step(jobs[name]), output[-3000:]
 
 
 def test_pure_bf16_shards_weights_gradients_and_moments_in_bf16_and_reduces_in_bf16():
