@@ -45,6 +45,8 @@ def catalog(cat, *, as_json: bool) -> None:
     add_columns(networks, ("id", "Gb/s per GPU", "one ring's measured busbw, Gb/s", "name"))
     for n in cat.networks.values():
         ring = "-" if n.ring_busbw_gbit_per_s is None else f"{n.ring_busbw_gbit_per_s:.1f}"
+        if n.allreduce_busbw_curve is not None:
+            ring = f"by message size ({n.allreduce_busbw_nodes} nodes)"
         networks.add_row(n.id, f"{n.gbit_per_s_per_gpu:.0f}", ring, n.name)
     out.print(networks)
 

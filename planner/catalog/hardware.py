@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import difflib
 import functools
+import itertools
 import math
 import re
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -94,6 +96,24 @@ class _Text:
         return value
 
 
+@dataclass(frozen=True)
+class _NumList:
+    """A non-empty list of numbers, each in (low, high]; ``increasing``: strictly ascending."""
+
+    low: float
+    high: float
+    increasing: bool = False
+    required: bool = False
+
+    def check(self, value: Any, where: str) -> list[float]:
+        numbers = isinstance(value, list) and all(isinstance(v, int | float) and not isinstance(v, bool) for v in value)
+        if not numbers or not value or not all(self.low < v <= self.high for v in value):
+            raise CatalogError(f"{where}: expected a list of numbers in ({self.low:g}, {self.high:g}], got {value!r}")
+        if self.increasing and any(b <= a for a, b in itertools.pairwise(value)):
+            raise CatalogError(f"{where}: expected strictly increasing numbers, got {value!r}")
+        return [float(v) for v in value]
+
+
 _TFLOPS = _Num(0, 20_000)
 _OPTIONAL_TFLOPS = _Num(0, 20_000, required=False)
 GPU_FIELDS: dict[str, _Num | _Text] = {
@@ -153,7 +173,7 @@ NODE_FIELDS: dict[str, _Num | _Text] = {
     "host_memory_gbyte_per_s": _Num(1, 100_000, required=False),
     "description": _Text(required=False),
 }
-NETWORK_FIELDS: dict[str, _Num | _Text] = {
+NETWORK_FIELDS: dict[str, _Num | _Text | _NumList] = {
     "id": _Text(),
     "name": _Text(),
     "kind": _Text(NETWORK_KINDS),
@@ -161,6 +181,10 @@ NETWORK_FIELDS: dict[str, _Num | _Text] = {
     "latency_us": _Num(0, 10_000),
     "efficiency_note": _Text(required=False),
     "ring_busbw_gbit_per_s": _Num(0, 100_000, required=False),
+    # nccl-tests all-reduce bus bandwidth by message size, measured over this many nodes
+    "allreduce_busbw_nodes": _Num(1, 1_000_000, integer=True, required=False),
+    "allreduce_busbw_message_bytes": _NumList(0, 1e15, increasing=True),
+    "allreduce_busbw_gbyte_per_s": _NumList(0, 100_000),
 }
 
 
@@ -171,7 +195,7 @@ def _show(path: Path) -> str:
         return str(path)
 
 
-def _read_entry(path: Path, fields: dict[str, _Num | _Text]) -> tuple[dict[str, Any], dict[str, str]]:
+def _read_entry(path: Path, fields: Mapping[str, _Num | _Text | _NumList]) -> tuple[dict[str, Any], dict[str, str]]:
     """Parse and validate one file; returns (values, sources)."""
     where = _show(path)
     try:
@@ -196,7 +220,9 @@ def _read_entry(path: Path, fields: dict[str, _Num | _Text]) -> tuple[dict[str, 
     return values, _read_sources(raw.get("sources"), values, fields, where)
 
 
-def _read_sources(raw: Any, values: dict[str, Any], fields: dict[str, _Num | _Text], where: str) -> dict[str, str]:
+def _read_sources(
+    raw: Any, values: dict[str, Any], fields: Mapping[str, _Num | _Text | _NumList], where: str
+) -> dict[str, str]:
     if not isinstance(raw, dict):
         got = "nothing" if raw is None else repr(raw)
         raise CatalogError(f"{where}: field 'sources': expected a table of field = \"source, date\", got {got}")
@@ -206,13 +232,13 @@ def _read_sources(raw: Any, values: dict[str, Any], fields: dict[str, _Num | _Te
         if not isinstance(text, str) or not text.strip():
             raise CatalogError(f"{where}: field 'sources.{key}': expected a non-empty string, got {text!r}")
     for name, spec in fields.items():
-        if (isinstance(spec, _Num) or spec.sourced) and name in values and name not in raw:
-            what = "number" if isinstance(spec, _Num) else "device name"
+        if (isinstance(spec, _Num | _NumList) or spec.sourced) and name in values and name not in raw:
+            what = "device name" if isinstance(spec, _Text) else "number"
             raise CatalogError(f"{where}: field 'sources.{name}': missing (every {what} needs a source and date)")
     return dict(raw)
 
 
-def _did_you_mean(key: str, fields: dict[str, Any]) -> str:
+def _did_you_mean(key: str, fields: Mapping[str, Any]) -> str:
     close = difflib.get_close_matches(key, fields, n=1)
     return f" (did you mean '{close[0]}'?)" if close else ""
 
@@ -332,7 +358,7 @@ def _gbyte_or_none(gbyte_per_s: float | None) -> float | None:
     return None if gbyte_per_s is None else float(gbyte_per_s) * 1e9
 
 
-def _network_from(values: dict[str, Any], sources: dict[str, str]) -> NetworkSpec:
+def _network_from(values: dict[str, Any], sources: dict[str, str], where: str) -> NetworkSpec:
     return NetworkSpec(
         id=values["id"],
         name=values["name"],
@@ -341,7 +367,22 @@ def _network_from(values: dict[str, Any], sources: dict[str, str]) -> NetworkSpe
         ring_bus_bandwidth_bytes_per_s=(
             None if values.get("ring_busbw_gbit_per_s") is None else values["ring_busbw_gbit_per_s"] * 1e9 / 8
         ),
+        allreduce_busbw_curve=_busbw_curve(values, where),
+        allreduce_busbw_nodes=values.get("allreduce_busbw_nodes"),
     )
+
+
+def _busbw_curve(values: dict[str, Any], where: str) -> tuple[tuple[float, float], ...] | None:
+    """The measured all-reduce curve as (message bytes, bus bytes/s) pairs, GB/s read as 1e9 bytes/s
+    (nccl-tests' unit); None where the file has none. Sizes, rates and node count come together."""
+    names = ("allreduce_busbw_message_bytes", "allreduce_busbw_gbyte_per_s", "allreduce_busbw_nodes")
+    present = [n in values for n in names]
+    if not any(present):
+        return None
+    sizes, rates = values.get(names[0], []), values.get(names[1], [])
+    if not all(present) or len(sizes) != len(rates):
+        raise CatalogError(f"{where}: fields {', '.join(names)}: expected all three, as many sizes as rates")
+    return tuple((size, rate * 1e9) for size, rate in zip(sizes, rates, strict=True))
 
 
 # ----------------------------------------------------------------------------- loading
@@ -417,7 +458,7 @@ def _build(dirs: list[Path]) -> Catalog:
         for node_id, path in _catalog_files(dirs, "nodes").items()
     }
     networks = {
-        net_id: _network_from(*_read_entry(path, NETWORK_FIELDS))
+        net_id: _network_from(*_read_entry(path, NETWORK_FIELDS), _show(path))
         for net_id, path in _catalog_files(dirs, "networks").items()
     }
     _check_references(gpu_files, gpus, nodes, networks)

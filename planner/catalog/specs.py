@@ -245,6 +245,11 @@ class NetworkSpec(BaseModel):
     # collectives reach less than its NICs together (Omni-Path: a ring leaves each node through
     # one NIC); None: the line rate's share (planner/model/comm.py group_link).
     ring_bus_bandwidth_bytes_per_s: float | None = None
+    # MEASURED all-reduce bus bandwidth by message size (nccl-tests), as (message bytes, bytes/s)
+    # pairs in ascending size, over ``allreduce_busbw_nodes`` nodes; None: not measured
+    # (planner/model/comm.py ``curve_bus_bandwidth``).
+    allreduce_busbw_curve: tuple[tuple[float, float], ...] | None = None
+    allreduce_busbw_nodes: int | None = None
 
     @property
     def gbit_per_s_per_gpu(self) -> float:

@@ -28,6 +28,7 @@ from planner.layout import (
     shard_group_of,
 )
 from planner.model.attention_kernels import sdpa_prefers_cudnn, te_prefers_cudnn
+from planner.model.busbw_curve import on_grid
 
 SHARDING_CODES = (Sharding.NONE, Sharding.ZERO1, Sharding.ZERO2, Sharding.FSDP)
 AC_CODES = tuple(ActivationCheckpointing)
@@ -168,6 +169,9 @@ class Candidates:
     pcie_bandwidth: np.ndarray  # bytes/s per GPU per direction: the card's host link
     network_bandwidth: np.ndarray  # bytes/s per GPU per direction, across nodes
     network_ring_bandwidth: np.ndarray  # a cross-node ring's measured bus bandwidth (NetworkSpec); NaN: none
+    # The network's all-reduce bus bandwidth at busbw_curve.GRID_BYTES, one row per candidate
+    # (NaN: none measured); zero columns where no row's network has one (the common case).
+    network_busbw_curve: np.ndarray
     price_per_gpu_hour: np.ndarray
     price_estimated: np.ndarray  # bool: that price is an estimate, no listed offer (PriceBasis.ESTIMATE)
     rent_unit_gpus: np.ndarray  # GPUs rented together (GPUSpec); a job pays for whole units
@@ -254,6 +258,7 @@ def hardware_columns(
     gpus_per_node: list[int],
     network_bandwidth: list[float],
     network_ring_bandwidth: list[float | None] | None = None,
+    network_busbw_curve: list | None = None,
 ) -> dict[str, np.ndarray]:
     """Gather the per-GPU hardware numbers for each row (NaN peak = precision unsupported)."""
     peaks, gemm = _precision_rates(gpus)
@@ -284,6 +289,7 @@ def hardware_columns(
         pcie_bandwidth=col([g.pcie_bandwidth_bytes_per_s for g in gpus]),
         network_bandwidth=col(network_bandwidth),
         network_ring_bandwidth=nan_if_none(network_ring_bandwidth or [None] * len(gpus)),
+        network_busbw_curve=_curve_rows(network_busbw_curve or [None] * len(gpus), gpu_index),
         price_per_gpu_hour=col([g.price_per_gpu_hour_usd for g in gpus]),
         price_estimated=per_row(np.array([g.price_estimated for g in gpus], dtype=bool)),
         rent_unit_gpus=col([g.rent_unit_gpus for g in gpus]),
@@ -300,6 +306,13 @@ def hardware_columns(
         host_memory_bandwidth=nan_if_none([g.host_memory_bandwidth_bytes_per_s_per_node for g in gpus]),
         gpus_per_node=per_row(np.asarray(gpus_per_node)),
     )
+
+
+def _curve_rows(curves: list, gpu_index: np.ndarray) -> np.ndarray:
+    """Each row's network curve on the grid (busbw_curve.on_grid); (rows, 0) where none has one."""
+    if all(curve is None for curve in curves):
+        return np.zeros((len(gpu_index), 0))
+    return np.stack([on_grid(curve) for curve in curves])[np.asarray(gpu_index)]
 
 
 def _precision_rates(gpus: list) -> tuple[np.ndarray, np.ndarray]:
@@ -327,6 +340,7 @@ def _precision_rates(gpus: list) -> tuple[np.ndarray, np.ndarray]:
 class NetworkColumns(TypedDict):
     network_bandwidth: float
     network_ring_bandwidth: float | None
+    network_busbw_curve: tuple[tuple[float, float], ...] | None
 
 
 def network_columns(network) -> NetworkColumns:
@@ -335,6 +349,7 @@ def network_columns(network) -> NetworkColumns:
     return NetworkColumns(
         network_bandwidth=network.bandwidth_bytes_per_s_per_gpu,
         network_ring_bandwidth=network.ring_bus_bandwidth_bytes_per_s,
+        network_busbw_curve=network.allreduce_busbw_curve,
     )
 
 
@@ -347,12 +362,19 @@ def single(
     network_bandwidth: float,
     num_gpus: int | None = None,
     network_ring_bandwidth: float | None = None,
+    network_busbw_curve: tuple[tuple[float, float], ...] | None = None,
 ) -> Candidates:
     """A one-row table for one concrete configuration (layout must be resolved)."""
     knobs = {k.column: k.encode(getattr(layout if k.owner is Layout else training, k.field)) for k in KNOBS}
     precision = np.array([knobs["precision"]])
     hw = hardware_columns(
-        [gpu], np.array([0]), precision, [gpus_per_node], [network_bandwidth], [network_ring_bandwidth]
+        [gpu],
+        np.array([0]),
+        precision,
+        [gpus_per_node],
+        [network_bandwidth],
+        [network_ring_bandwidth],
+        [network_busbw_curve],
     )
     return Candidates.from_columns(1, gpu_index=0, num_gpus=num_gpus or layout.world_size, **knobs, **hw)
 

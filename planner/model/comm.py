@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from planner.model.busbw_curve import GRID_BYTES, log_interp
 from planner.model.candidates import Candidates
 from planner.model.rowwise import once_per_table
 from planner.model.settings import ModelingSettings
@@ -30,12 +31,15 @@ class Link:
     """Effective bandwidth (bytes/s per rank per direction), the mean latency of a pipelined ring
     step of the group (``ring_step_latency``), the fixed cost of launching one collective on it and
     the latency of its slowest hop: what a step whose ranks all wait for their neighbours pays
-    (point-to-point, ring attention; review s29). ``hop_latency`` None: ``latency``."""
+    (point-to-point, ring attention; review s29). ``hop_latency`` None: ``latency``. ``curve``: the
+    network's measured all-reduce bus bandwidth on busbw_curve.GRID_BYTES for the rows whose group
+    crosses nodes (NaN elsewhere; None: no row has one)."""
 
     bandwidth: np.ndarray
     latency: np.ndarray
     base_latency: float = 0.0
     hop_latency: np.ndarray | None = None
+    curve: np.ndarray | None = None
 
     @property
     def slowest_hop(self) -> np.ndarray:
@@ -84,7 +88,11 @@ def group_link(c: Candidates, size: np.ndarray, stride: np.ndarray, s: ModelingS
     crossing = span > reach
     latency = ring_step_latency(size, np.where(crossing, ranks_per_reach, size), intra, s)
     hop = np.where(crossing, s.latency_network_s, intra)
-    return Link(bandwidth=bandwidth, latency=latency, base_latency=s.collective_base_latency_s, hop_latency=hop)
+    curve = None
+    if c.network_busbw_curve.shape[1]:  # a measured curve: the rows whose group leaves the node
+        leaves = (span > domain) & (span > node)
+        curve = np.where(leaves[:, None], c.network_busbw_curve, np.nan)
+    return Link(bandwidth, latency, s.collective_base_latency_s, hop, curve)
 
 
 def ring_step_latency(size, ranks_per_node, intra_latency, s: ModelingSettings) -> np.ndarray:
@@ -105,21 +113,40 @@ def ring_step_latency(size, ranks_per_node, intra_latency, s: ModelingSettings) 
     return ((size - nodes) * intra_latency + (nodes - 1.0) * s.latency_network_s) / steps
 
 
-def all_gather_s(total_bytes, n, link: Link, calls=1) -> np.ndarray:
+def all_gather_s(total_bytes, n, link: Link, calls=1, message_bytes=None) -> np.ndarray:
     """Ring all-gather producing ``total_bytes`` on each of n ranks (same cost: reduce-scatter),
-    issued as ``calls`` collectives (each pays the n-1 step latencies once)."""
+    issued as ``calls`` collectives (each pays the n-1 step latencies once); on a link with a
+    measured curve, no faster than the curve's rate at the per-call message (``message_bytes``,
+    default ``total_bytes / calls``; ``curve_bus_bandwidth``)."""
     n = np.asarray(n, dtype=float)
     steps = np.maximum(n - 1, 0)
     latency = calls * (link.base_latency + steps * link.latency)
-    return np.where(n > 1, latency + steps / n * total_bytes / link.bandwidth, 0.0)
+    modelled = np.where(n > 1, latency + steps / n * total_bytes / link.bandwidth, 0.0)
+    if link.curve is None:
+        return modelled
+    message = np.asarray(total_bytes / np.asarray(calls, dtype=float) if message_bytes is None else message_bytes)
+    measured = np.where(n > 1, steps / n * total_bytes / curve_bus_bandwidth(link.curve, message), np.nan)
+    return np.fmax(modelled, measured)
 
 
 reduce_scatter_s = all_gather_s
 
 
-def all_reduce_s(total_bytes, n, link: Link, calls=1) -> np.ndarray:
+def all_reduce_s(total_bytes, n, link: Link, calls=1, message_bytes=None) -> np.ndarray:
     """Ring all-reduce = reduce-scatter + all-gather."""
-    return 2.0 * all_gather_s(total_bytes, n, link, calls)
+    return 2.0 * all_gather_s(total_bytes, n, link, calls, message_bytes)
+
+
+def curve_bus_bandwidth(curve: np.ndarray, message_bytes) -> np.ndarray:
+    """Each row's measured all-reduce bus bandwidth at its per-call ``message_bytes`` (NaN where
+    the row has no curve). nccl-tests' bus bandwidth of a ring all-reduce of S bytes over n ranks
+    is 2 (n-1)/n x S / t, so t = 2 (n-1)/n x S / busbw: the time comes from the curve alone, whose
+    timings hold the collective's launch and step latencies (no latency term is added). An
+    all-gather or reduce-scatter of S bytes (one ring pass) is read at the all-reduce's rate for
+    S: ESTIMATE, the Smol Training Playbook measured all-reduce only (NetworkSpec). The curve is
+    one node count's (NetworkSpec.allreduce_busbw_nodes), read at any count across nodes."""
+    message = np.broadcast_to(np.asarray(message_bytes, dtype=float), curve.shape[:1])
+    return log_interp(GRID_BYTES, curve, message)
 
 
 def p2p_s(num_bytes, link: Link) -> np.ndarray:

@@ -36,6 +36,11 @@ FUSED_CE_BYTES_PER_LOGIT = 4.0
 # collective's consumer waits on it, nothing runs beside it. Async TP (torch.compile's
 # _micro_pipeline_tp) is not used by trainplan's trainer.
 DTENSOR_TP_COMM_OVERLAP = 0.0
+# torch DistributedDataParallel's gradient bucket: bucket_cap_mb=25 by default
+# (torch/nn/parallel/distributed.py: ``bucket_bytes_cap = int(bucket_cap_mb * 1024 * 1024)``);
+# nanotron passes its config's ddp_bucket_cap_mb, 25 by default (src/nanotron/config/config.py
+# l.313, trainer.py l.1156-1160 at 2411b022a75f), read 2026-12-07.
+TORCH_DDP_BUCKET_BYTES = 25 * MIB
 
 
 @dataclass(frozen=True)
@@ -300,6 +305,13 @@ class ModelingSettings(FormatSettings):
     network_bandwidth_fraction: float = 0.8
     # Fraction of data-parallel (FSDP/ZeRO/DDP) traffic hidden behind compute.
     dp_comm_overlap: float = 0.85
+    # Gradient bytes per all-reduce of a DDP (sharding none) reduction: the per-call message a
+    # network's measured curve is read at (planner/model/comm.py curve_bus_bandwidth; no other
+    # network reads it). None: one all-reduce per FSDP2 unit, a block's gradient (trainplan's and
+    # torchtitan's DDP is FSDP2's replicate, trainer/parallel.py); torch DDP's buckets:
+    # ``TORCH_DDP_BUCKET_BYTES``. Megatron-Core's own buckets (max(40M, 1M x dp) parameters) are
+    # not modelled: its rows read a block's gradient, the same order.
+    ddp_bucket_bytes: float | None = None
     # DeepSpeed's ZeRO buckets and streams (planner/model/zero_collectives.py); None: trainplan's
     # FSDP2 units, one collective per block and pass, all on the side stream.
     deepspeed_zero: ZeroConfig | None = None

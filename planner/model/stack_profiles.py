@@ -19,6 +19,7 @@ from planner.model.cp_ring import TORCH_RING_LOOP
 from planner.model.settings import (
     DEFAULT_SETTINGS,
     FUSED_CE_BYTES_PER_LOGIT,
+    TORCH_DDP_BUCKET_BYTES,
     ModelingSettings,
 )
 from planner.model.settings_job import (
@@ -342,8 +343,9 @@ HF_TRAINER_SETTINGS = DEFAULT_SETTINGS.but(
     # step, FSDP2's zero2 re-gathering every micro-batch (settings_job.py ``ACCELERATE_NO_SYNC``).
     accum_sync=ACCELERATE_NO_SYNC,
     # Without FSDP, torch's DistributedDataParallel: an fp32 or pure-bf16 model computes with its own weights
-    # (DeepSpeed's, below, inherits it: UNSHARDED_ON_WEIGHTS)
+    # (DeepSpeed's, below, inherits it: UNSHARDED_ON_WEIGHTS), and reduces in its buckets
     computes_on_weights_under=UNSHARDED_ON_WEIGHTS,
+    ddp_bucket_bytes=TORCH_DDP_BUCKET_BYTES,
 )
 
 # DeepSpeed ZeRO on Hugging Face modules (the transformers / accelerate integration, the stack of

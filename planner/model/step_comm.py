@@ -90,7 +90,11 @@ def data_parallel_comm_s(
     shard_link = comm.group_link(c, c.shard_group, c.tp, s)
     replicate_link = comm.group_link(c, c.dp_replicate, c.dp_shard * c.cp * c.tp, s)
     shard_traffic, expert_units = sharded_comm_s(model, c, s, local_params, shard_link, n_layers)
-    replicated_dp = comm.all_reduce_s(local_params * grad_bytes, c.dp * c.cp, comm.group_link(c, c.dp * c.cp, c.tp, s))
+    # DDP: one collective's latency (as ever), but a measured curve is read at its bucket's size.
+    whole = local_params * grad_bytes
+    bucket = whole / (n_layers + 1) if s.ddp_bucket_bytes is None else np.minimum(whole, s.ddp_bucket_bytes)
+    dp_link = comm.group_link(c, c.dp * c.cp, c.tp, s)
+    replicated_dp = comm.all_reduce_s(whole, c.dp * c.cp, dp_link, message_bytes=bucket)
     hsdp = reductions * comm.all_reduce_s(local_params * grad_bytes / c.shard_group, c.dp_replicate, replicate_link)
     dp = np.where(c.sharding >= SHARD_ZERO1, shard_traffic + hsdp, replicated_dp)
     dp_serial = np.zeros(len(c))

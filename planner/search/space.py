@@ -366,6 +366,7 @@ def build_candidates(model: ModelSpec, catalog: Catalog, gpus: dict[str, int | N
         node_sizes,
         [n.bandwidth_bytes_per_s_per_gpu for n in networks],
         [n.ring_bus_bandwidth_bytes_per_s for n in networks],
+        [n.allreduce_busbw_curve for n in networks],
     )
     # Knobs the search does not vary are single values; any other Layout/TrainingConfig field
     # takes its default (Candidates.from_columns).

@@ -148,3 +148,5 @@ def test_the_catalog_shows_a_networks_measured_ring_rate(capsys, monkeypatch):
     assert "40.5" in opa and "one ring's measured busbw, Gb/s" in out
     ndr = next(line for line in out.splitlines() if "ib-ndr-400" in line)
     assert re.search(r"│\s+-\s+│", ndr)
+    p5 = next(line for line in out.splitlines() if "efa-p5-3200" in line)
+    assert "by message size (16 nodes)" in p5
