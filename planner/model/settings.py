@@ -312,6 +312,11 @@ class ModelingSettings(FormatSettings):
     # ``TORCH_DDP_BUCKET_BYTES``. Megatron-Core's own buckets (max(40M, 1M x dp) parameters) are
     # not modelled: its rows read a block's gradient, the same order.
     ddp_bucket_bytes: float | None = None
+    # A DDP reduction hides under the last micro-batch's backward only (step_time.py dp_window_s):
+    # torch DDP's Reducer (torch/nn/parallel/distributed.py, autograd hooks; no_sync for inner
+    # micro-batches) and FSDP2's replicate (post-backward hooks). False: under the whole step's
+    # compute, as Megatron's rows were measured to hide (docs/validation.md, session 39's trial).
+    ddp_reduces_in_backward: bool = True
     # DeepSpeed's ZeRO buckets and streams (planner/model/zero_collectives.py); None: trainplan's
     # FSDP2 units, one collective per block and pass, all on the side stream.
     deepspeed_zero: ZeroConfig | None = None

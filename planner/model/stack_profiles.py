@@ -57,6 +57,7 @@ UNSHARDED_ON_WEIGHTS = (Sharding.NONE,)
 
 MEGATRON_LM_SETTINGS = DEFAULT_SETTINGS.but(
     computes_on_weights_under=MEGATRON_FP32_VIEWS,
+    ddp_reduces_in_backward=False,  # as Megatron-Core's (settings.py ddp_reduces_in_backward)
     sliding_window_band=False,  # windows are the kernel's (ModelingSettings.sliding_window_band)
     # its optimizer offload keeps the gradient buffer on the GPU (ModelingSettings), so gradient
     # accumulation moves nothing to the host (settings_job.py ``NO_ACCUM_OFFLOAD``)
@@ -148,6 +149,7 @@ MEGATRON_MOE_LAUNCHES_BACKWARD = 26.0
 
 MEGATRON_CORE_SETTINGS = DEFAULT_SETTINGS.but(
     computes_on_weights_under=MEGATRON_FP32_VIEWS,
+    ddp_reduces_in_backward=False,  # its rows hide more than the last backward (session 39's trial)
     sliding_window_band=False,  # TransformerEngine's window_size (ModelingSettings.sliding_window_band)
     offload_unsharded_grads=False,  # as Megatron-LM's
     offload_accum_fsdp=NO_ACCUM_OFFLOAD,
@@ -360,6 +362,7 @@ HF_TRAINER_SETTINGS = DEFAULT_SETTINGS.but(
 # share of the host's DRAM bandwidth it reached on the DGX-2 (ZeRO-Offload Table 4); DeepSpeed's
 # gradient-norm pass over the host gradients is not counted.
 DEEPSPEED_SETTINGS = HF_TRAINER_SETTINGS.but(
+    ddp_reduces_in_backward=False,  # its engine's own reduction, not read: the whole-step window, as before
     offload_unsharded_grads=False,  # ZeRO-1 reduces whole gradients on the GPU (ModelingSettings)
     # Trainer takes no no_sync under DeepSpeed (transformers 5.25.0 trainer.py l. 1941-1947), whose
     # ZeRO-2/3 hooks reduce every micro-batch (stage_1_and_2.py, stage3.py).

@@ -17,7 +17,7 @@ from planner.model.accum_sync import gathers_per_step, reductions_per_step
 from planner.model.attention_scores import eager_softcap_attention, flash_attention_on, scores_per_microbatch
 from planner.model.block import block_table, root_table
 from planner.model.block_rows import Gemm, Part
-from planner.model.candidates import IMPL_HF, PREC_FP8, SHARD_ZERO1, Candidates
+from planner.model.candidates import IMPL_HF, PREC_FP8, SHARD_NONE, SHARD_ZERO1, Candidates
 from planner.model.cp_ring import ring_merge_bytes
 from planner.model.flops import (
     attention_recompute_fraction,
@@ -397,6 +397,17 @@ def ep_overlap(c: Candidates, s: ModelingSettings) -> np.ndarray:
     return s.ep_comm_overlap * (1.0 - unpaired)
 
 
+def dp_window_s(model: ModelSpec, c: Candidates, s: ModelingSettings, compute) -> np.ndarray:
+    """The compute a step's data-parallel traffic can hide under: the whole step's, but a DDP
+    reduction (sharding none) only the last micro-batch's backward where the stack reduces from
+    backward hooks (``s.ddp_reduces_in_backward``): torch DDP's Reducer all-reduces a bucket once its
+    gradients are ready, FSDP2's replicate a unit after its backward, and inner micro-batches skip
+    the sync (no_sync, set_requires_gradient_sync), so neither the forwards nor the earlier
+    backwards run beside it."""
+    last_backward = compute / c.grad_accum * backward_share(model, c)
+    return np.where((c.sharding == SHARD_NONE) & s.ddp_reduces_in_backward, last_backward, compute)
+
+
 def step_time(model: ModelSpec, c: Candidates, s: ModelingSettings) -> TimeBreakdown:
     """Combine: GPU busy time vs host dispatch, exposed comm, and the pipeline bubble."""
     # Each term once per distinct input it reads (rowwise.py): the same floats, less work.
@@ -412,7 +423,7 @@ def step_time(model: ModelSpec, c: Candidates, s: ModelingSettings) -> TimeBreak
     hideable_dp = raw.dp - raw.dp_serial
     axes = (hideable_dp, raw.tp, raw.pp, raw.cp, raw.ep)
     alone = (
-        comm.exposed_s(hideable_dp, compute, s.dp_comm_overlap),
+        comm.exposed_s(hideable_dp, dp_window_s(model, c, s, compute), s.dp_comm_overlap),
         comm.exposed_s(raw.tp, compute, s.tp_comm_overlap),
         comm.exposed_s(raw.pp, compute, s.pp_comm_overlap),
         comm.exposed_s(raw.cp, per_mb["attention"] * m, s.cp_comm_overlap),
