@@ -262,7 +262,8 @@ def test_smollm2_runs_as_their_nanotron_configs_set_them():
 
     for run_id, gpus, micro_batch, hours in (("smollm2-1.7b", 256, 4, 140_000), ("smollm2-135m", 64, 8, 5_000)):
         run = BY_ID[run_id]
-        assert run.num_gpus == gpus and run.reported_gpu_hours == hours and run_id not in NOT_HELD_OUT
+        assert run.num_gpus == gpus and run.reported_gpu_hours == hours
+        assert run_id in NOT_HELD_OUT  # session 56: its network was set after its error was seen
         ((layout, training),) = run.variants
         assert (layout.dp_replicate, layout.sharding, training.micro_batch, training.grad_accum) == (
             gpus,
@@ -272,3 +273,4 @@ def test_smollm2_runs_as_their_nanotron_configs_set_them():
         )
         assert training.activation_checkpointing == ActivationCheckpointing.NONE and run.model.tied_embeddings
         assert "first scored" in run.recipe.assumptions
+        assert run.recipe.network == "efa-p5-3200" and "not held out" in run.recipe.assumptions
