@@ -363,6 +363,8 @@ HF_TRAINER_SETTINGS = DEFAULT_SETTINGS.but(
 # gradient-norm pass over the host gradients is not counted.
 DEEPSPEED_SETTINGS = HF_TRAINER_SETTINGS.but(
     ddp_reduces_in_backward=False,  # its engine's own reduction, not read: the whole-step window, as before
+    # ... in its own buckets (engine.allreduce_gradients: 5e8 elements), not torch DDP's: read as a block's gradient
+    ddp_bucket_bytes=None,
     offload_unsharded_grads=False,  # ZeRO-1 reduces whole gradients on the GPU (ModelingSettings)
     # Trainer takes no no_sync under DeepSpeed (transformers 5.25.0 trainer.py l. 1941-1947), whose
     # ZeRO-2/3 hooks reduce every micro-batch (stage_1_and_2.py, stage3.py).

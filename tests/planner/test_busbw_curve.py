@@ -134,3 +134,11 @@ def test_ddp_reads_the_curve_at_its_bucket_or_at_a_block():
     assert per_bucket[0] == pytest.approx(comm.all_reduce_s(whole, 128, link, message_bytes=25 * MIB)[0])
     assert per_block[0] == pytest.approx(comm.all_reduce_s(whole, 128, link, message_bytes=whole / (n_layers + 1))[0])
     assert per_bucket[0] > 1.5 * per_block[0]
+
+
+def test_only_torch_ddp_stacks_read_its_buckets():
+    from planner.model.stacks import STACK_SETTINGS, Stack
+
+    assert STACK_SETTINGS[Stack.HF_TRAINER].ddp_bucket_bytes == TORCH_DDP_BUCKET_BYTES == 25 * MIB
+    for stack in (Stack.TRAINPLAN, Stack.TORCHTITAN, Stack.DEEPSPEED, Stack.MEGATRON_CORE, Stack.MEGATRON_LM):
+        assert STACK_SETTINGS[stack].ddp_bucket_bytes is None, stack
