@@ -317,6 +317,12 @@ class ModelingSettings(FormatSettings):
     # micro-batches) and FSDP2's replicate (post-backward hooks). False: under the whole step's
     # compute, as Megatron's rows were measured to hide (docs/validation.md, session 39's trial).
     ddp_reduces_in_backward: bool = True
+    # ... but with a pipeline (pp > 1) nothing hides it: torch.distributed.pipelining's schedules run every
+    # micro-batch's backward of an FSDP2 stage (trainplan's replicate, torchtitan's fully_shard) without the
+    # sync and reduce the stage's gradients after its last backward (torch 2.13 pipelining/stage.py
+    # ``backward_maybe_with_nosync``, ``perform_reduce_grad``; schedules.py calls it after the backward loop),
+    # and the first stage's last backward ends the step (review56). Read where ``ddp_reduces_in_backward``.
+    pipeline_reduces_after_backward: bool = True
     # DeepSpeed's ZeRO buckets and streams (planner/model/zero_collectives.py); None: trainplan's
     # FSDP2 units, one collective per block and pass, all on the side stream.
     deepspeed_zero: ZeroConfig | None = None

@@ -403,9 +403,11 @@ def dp_window_s(model: ModelSpec, c: Candidates, s: ModelingSettings, compute) -
     backward hooks (``s.ddp_reduces_in_backward``): torch DDP's Reducer all-reduces a bucket once its
     gradients are ready, FSDP2's replicate a unit after its backward, and inner micro-batches skip
     the sync (no_sync, set_requires_gradient_sync), so neither the forwards nor the earlier
-    backwards run beside it."""
+    backwards run beside it; with a pipeline none of it (``s.pipeline_reduces_after_backward``)."""
     last_backward = compute / c.grad_accum * backward_share(model, c)
-    return np.where((c.sharding == SHARD_NONE) & s.ddp_reduces_in_backward, last_backward, compute)
+    after_pipeline = (c.pp > 1) & s.pipeline_reduces_after_backward
+    ddp_window = np.where(after_pipeline, 0.0, last_backward)
+    return np.where((c.sharding == SHARD_NONE) & s.ddp_reduces_in_backward, ddp_window, compute)
 
 
 def step_time(model: ModelSpec, c: Candidates, s: ModelingSettings) -> TimeBreakdown:

@@ -39,3 +39,15 @@ def test_sharded_rows_and_megatron_keep_the_whole_step():
         assert dp_window_s(MODEL, ddp, STACK_SETTINGS[stack], np.array([8.0]))[0] == 8.0, stack
     for stack in (Stack.TRAINPLAN, Stack.TORCHTITAN, Stack.HF_TRAINER):
         assert STACK_SETTINGS[stack].ddp_reduces_in_backward, stack
+
+
+def test_a_pipeline_reduces_after_its_last_backward():
+    """review56: torch.distributed.pipelining holds an FSDP2 stage's reduction until after its last
+    backward (stage.py perform_reduce_grad), so a DDP row with pp > 1 hides none of it on the PyTorch
+    stacks; Megatron's rows keep the whole step's window."""
+    training = TrainingConfig(seq_len=4096, micro_batch=1, grad_accum=8)
+    layout = Layout(dp_replicate=4, pp=4, sharding=Sharding.NONE).resolve(16)
+    gpu = load_catalog().gpu("h100-sxm")
+    c = single(gpu, layout, training, gpus_per_node=8, network_bandwidth=50e9)
+    assert dp_window_s(MODEL, c, DEFAULT_SETTINGS, np.array([8.0]))[0] == 0.0
+    assert dp_window_s(MODEL, c, STACK_SETTINGS[Stack.MEGATRON_CORE], np.array([8.0]))[0] == 8.0
