@@ -11,6 +11,7 @@ from planner.api.accum_notices import defers_reduction, regathers_zero2
 from planner.api.batch_notices import batch_beyond_published, batch_beyond_published_values
 from planner.api.calibration_notices import ExtrapolatedMemory, extrapolated_memory
 from planner.api.fixed_cost import FixedCostJob, fixed_cost_job
+from planner.api.network_notices import CURVE_BY_NODES_WORDS, CurveElsewhere, curve_elsewhere
 from planner.api.notices import (
     a2a_exposed_under_megatron,
     gpu_dearer,
@@ -35,11 +36,19 @@ from ui.messages import commitment_text, dearer_text, short_duration
 def plan_notice_texts(tr: Labels, plan: Plan) -> tuple[str, ...]:
     """Each of the two the plan has, worded (a sequence past the pretrained context is said under the
     sidebar's input, ui/sidebar.py, for the card and the explorer alike)."""
-    short, memory = fixed_cost_job(plan), extrapolated_memory(plan)
+    short, memory, curve = fixed_cost_job(plan), extrapolated_memory(plan), curve_elsewhere(plan)
     return (
         *(() if short is None else (fixed_cost_text(tr, short),)),
         *(() if memory is None else (extrapolated_memory_text(tr, memory),)),
+        *(() if curve is None else (curve_elsewhere_text(tr, curve),)),
     )
+
+
+def curve_elsewhere_text(tr: Labels, c: CurveElsewhere) -> str:
+    """The CLI's ``curve_elsewhere_warnings`` in the page's language."""
+    likely = tr("curve_elsewhere_slower" if c.slower else "curve_elsewhere_faster")
+    values = dict(measured=c.measured_nodes, nodes=c.nodes, evidence=CURVE_BY_NODES_WORDS, likely=likely)
+    return tr("curve_elsewhere", network=plain(c.network), **values)
 
 
 def fixed_cost_text(tr: Labels, f: FixedCostJob) -> str:

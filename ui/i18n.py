@@ -927,6 +927,15 @@ _LABELS: dict[str, tuple[str, str]] = {
         " {alone:,.1f} GiB，超过适配规则允许的 {usable:,.1f} GiB。该系数被外推到此 GPU 上的所有形状：依赖它之前请先检查此形状的显存"
         "（trainplan run 的探测）（命令行的 --no-calibration 可不使用该文件进行规划）。",
     ),
+    "curve_elsewhere": (
+        "{network}: its all-reduce curve was measured over {measured} nodes and is read as-is over this plan's"
+        " {nodes}; the same runs reached more over fewer nodes ({evidence}), so its cross-node collectives are"
+        " likely {likely} than timed here (not in the band).",
+        "{network}：其 all-reduce 带宽曲线是在 {measured} 个节点上实测的，此方案的 {nodes} 个节点直接沿用该曲线；同一批测试在更少节点上"
+        "达到的带宽更高（{evidence}），因此其跨节点集合通信很可能比这里估计的{likely}（未计入误差区间）。",
+    ),
+    "curve_elsewhere_slower": ("slower", "更慢"),
+    "curve_elsewhere_faster": ("faster", "更快"),
     # The CLI's words in English (planner/catalog/prices.py), translated.
     "price_basis_catalog": (PriceBasis.CATALOG.words, "按需报价的中位数"),
     "price_basis_estimate": (PriceBasis.ESTIMATE.words, "估算值，并非所列按需报价的中位数"),

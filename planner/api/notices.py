@@ -13,6 +13,7 @@ from planner.api.batch_notices import batch_beyond_published_warnings, batch_off
 from planner.api.calibration_notices import extrapolated_memory_warnings
 from planner.api.fixed_cost import fixed_cost_warnings
 from planner.api.judged import judged_hours
+from planner.api.network_notices import curve_elsewhere_warnings
 from planner.api.price_notices import price_assumption_warnings
 from planner.catalog.hardware import Catalog, GPUSpec, load_catalog
 from planner.catalog.hf_config import encoder_warning
@@ -71,6 +72,7 @@ def search_warnings(
         + price_warnings(request, unpriced, chosen, shown)
         + price_assumption_warnings(chosen)
         + extrapolated_memory_warnings(chosen)
+        + curve_elsewhere_warnings(chosen)
         + vary_batch_warnings(varied, other, chosen)
         + selective_words_warnings(chosen)
         + a2a_exposed_warnings(chosen)
@@ -197,6 +199,7 @@ def estimate_warnings(p: Plan, price_kind: str | None, price: float | None = Non
         *a2a_exposed_warnings(p), *serial_host_warnings(p), *host_staged_warnings(p, gpu),
         *zero3_across_nodes_warnings(p), *defers_reduction_warnings(p), *megatron_lm_era_warnings(p, gpu),
         *batch_beyond_published_warnings(p), *price_assumption_warnings(p), *extrapolated_memory_warnings(p),
+        *curve_elsewhere_warnings(p),
     )  # fmt: skip
     return tuple(w for w in notes if w)
 

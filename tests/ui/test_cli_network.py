@@ -12,7 +12,7 @@ from planner.api import PlanRequest, build_plan, plan, restack
 from planner.catalog.hardware import load_catalog
 from planner.catalog.models import get_preset
 from planner.catalog.networks import catalog_on_network
-from planner.layout import Layout, TrainingConfig
+from planner.layout import Layout, Sharding, TrainingConfig
 from planner.model.estimate import estimate_plan
 from planner.model.stacks import STACK_SETTINGS, Stack
 from ui.cli import main
@@ -150,3 +150,29 @@ def test_the_catalog_shows_a_networks_measured_ring_rate(capsys, monkeypatch):
     assert re.search(r"│\s+-\s+│", ndr)
     p5 = next(line for line in out.splitlines() if "efa-p5-3200" in line)
     assert "by message size (16 nodes)" in p5
+
+
+def test_a_plan_is_told_where_the_networks_curve_was_measured(capsys):
+    """review56: efa-p5-3200's all-reduce curve (16 nodes) priced a 128-node plan without a word; the CLI
+    and the card (both languages) say which way it likely errs, and say nothing at 16 nodes or on one node."""
+    from planner.api import estimate_warnings
+    from planner.api.network_notices import curve_elsewhere
+    from ui.card_notices import plan_notice_texts
+    from ui.i18n import Labels
+
+    layout, training = Layout(sharding=Sharding.NONE), TrainingConfig(seq_len=4096, micro_batch=1)
+    model = get_preset("llama3.2-1b")
+
+    def on(gpus: int, network: str | None = "efa-p5-3200"):
+        return build_plan(model, "h100-sxm", layout, training, num_gpus=gpus, network=network)
+
+    assert curve_elsewhere(on(8)) is None and curve_elsewhere(on(128)) is None
+    assert curve_elsewhere(on(1024, None)) is None
+    big, two = on(1024), on(16)
+    assert any("measured over 16 nodes" in w and "likely slower" in w for w in estimate_warnings(big, None))
+    assert any("over this plan's 2" in w and "likely faster" in w for w in estimate_warnings(two, None))
+    english, chinese = (plan_notice_texts(Labels(lang), big) for lang in ("en", "zh"))
+    assert any("likely slower than timed here" in t for t in english)
+    assert any("16 个节点上实测" in t and "更慢" in t for t in chinese)
+    assert main(["estimate", "--model", "llama3.2-1b", "--gpu", "h100-sxm", "--num-gpus", "1024"]) == 0
+    assert "curve" not in capsys.readouterr().err
