@@ -73,8 +73,9 @@ class FormatSettings(JobSettings):
     weights_are_master: bool = False
     # The shardings under which the stack's data parallelism computes with the module's own stored weights
     # where they are in the compute dtype (fp32 training, pure bf16: ``state_memory.computes_on_stored_weights``),
-    # with no copy apart: Megatron's distributed optimizer (views of its fp32 weights, trial s40) and
-    # DeepSpeed's engine below ZeRO-3 (stack_profiles.py ``ZERO_ON_MODULE_WEIGHTS``); torch's DistributedDataParallel, which HF
+    # with no copy apart: Megatron's distributed optimizer below ZeRO-3 (views of its fp32 weights, trial s40;
+    # stack_profiles.py ``MEGATRON_FP32_VIEWS``); without sharding only (``UNSHARDED_ON_WEIGHTS``), DeepSpeed's
+    # stage 0 (its ZeRO-1/2 steps a clone beside the module) and torch's DistributedDataParallel, which HF
     # Trainer / accelerate and Composer (llm-foundry; its FSDP1 NO_SHARD likewise) wrap a model in without
     # sharding. None: FSDP2 (trainplan's trainer/parallel.py, torchtitan's ``fully_shard`` at a shard degree of 1,
     # models/llama3/parallelize.py at b5bcd76), whose ``replicate`` and ``fully_shard`` keep the stored weights
