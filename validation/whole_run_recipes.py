@@ -12,6 +12,7 @@ from planner.layout import ActivationCheckpointing, Sharding
 from planner.model.attention_choice import with_attention
 from planner.model.attention_kernels import AttentionKernel
 from planner.model.settings import TORCH_DDP_BUCKET_BYTES, ModelingSettings
+from planner.model.settings_job import REDUCE_EVERY_MICROBATCH
 from planner.model.stack_profiles import MEGATRON_DEEPSPEED_SETTINGS
 from planner.model.stacks import STACK_SETTINGS, Stack
 from planner.units import BF16_BYTES
@@ -43,8 +44,17 @@ SHARES_A_FITTED_SOURCE = {
 }
 # (stack, settings) of each software profile.
 META = (Stack.TORCHTITAN, FA2_FSDP_BLOCKS)  # Meta's in-house PyTorch: torchtitan's kernels + FA2
-# nanotron: the same, its ZeRO-0 data parallelism torch DDP in 25 MB buckets (trainer.py l.1156-1160)
-NANOTRON = (Stack.TORCHTITAN, FA2_FSDP_BLOCKS.but(ddp_bucket_bytes=TORCH_DDP_BUCKET_BYTES))
+# nanotron: the same, its ZeRO-0 data parallelism torch DDP in 25 MB buckets (trainer.py l.1156-1160),
+# synced in the last micro-batch's backward only, its pipeline engine's too (engine.py l.104-118 at
+# 2411b022a75f: no_sync before, ``ddp_trigger_sync_in_bwd`` on the last), not torchtitan's every one.
+NANOTRON = (
+    Stack.TORCHTITAN,
+    FA2_FSDP_BLOCKS.but(
+        ddp_bucket_bytes=TORCH_DDP_BUCKET_BYTES,
+        accum_sync=REDUCE_EVERY_MICROBATCH,
+        pipeline_reduces_after_backward=False,
+    ),
+)
 # Megatron-DeepSpeed with DeepSpeed's bf16 optimizer and pipeline engine (BLOOM 2022; Lucie's 2024 fork
 # keeps both): --stack megatron-deepspeed.
 MEGATRON_DEEPSPEED = (Stack.MEGATRON_DEEPSPEED, MEGATRON_DEEPSPEED_SETTINGS)

@@ -22,6 +22,14 @@ def reductions_per_step(c: Candidates, s: ModelingSettings) -> np.ndarray:
     return np.where(every, c.grad_accum, 1.0)
 
 
+def ddp_reductions_per_step(c: Candidates, s: ModelingSettings) -> np.ndarray:
+    """How often a DDP step (sharding none) all-reduces its whole gradient: once, or every micro-batch
+    where the stack does not skip the inner ones (``s.accum_sync.ddp_reduce_every_microbatch``:
+    torchtitan), without a pipeline, whose schedule reduces once."""
+    every = (c.pp == 1) & s.accum_sync.ddp_reduce_every_microbatch
+    return np.where(every, c.grad_accum, 1.0)
+
+
 def gathers_per_step(c: Candidates, s: ModelingSettings) -> np.ndarray:
     """Parameter all-gather passes per step: fsdp gathers for each forward and each backward;
     zero1 / zero2 gather once and keep them through the accumulation window, or zero2 once per

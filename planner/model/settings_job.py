@@ -128,6 +128,13 @@ class AccumSync:
     # Whether zero2 (parameters kept gathered from forward to backward) gathers them again every
     # micro-batch (FSDP2 reshards after every backward unless told otherwise); False: once a step.
     zero2_gather_every_microbatch: bool = False
+    # Whether data parallelism without sharding (DDP) all-reduces after every micro-batch's backward too,
+    # each under that backward, the inner ones not skipped (review56): torchtitan, whose trainer.py (b5bcd76,
+    # l.856-900) runs ``loss.backward()`` per accumulation step on ``fully_shard`` at a shard degree of 1
+    # (models/llama3/parallelize.py l.57-77) and never sets ``set_requires_gradient_sync`` (FSDP2's default:
+    # sync). False: once, in the last backward (trainplan's ``set_micro_batch_sync``, accelerate's no_sync,
+    # nanotron's engine.py l.104-118 at 2411b022a75f).
+    ddp_reduce_every_microbatch: bool = False
 
 
 # trainplan's trainer (trainer/parallel.py ``set_micro_batch_sync``): FSDP2 reduce-scatters after
@@ -151,6 +158,8 @@ REDUCE_EVERY_MICROBATCH = AccumSync()
 # transformers' default ``fsdp_config`` version (training_args.py l. 2826). FSDP1's SHARD_GRAD_OP
 # keeps them gathered through no_sync (api.py l. 48-49): once a step, not modelled.
 ACCELERATE_NO_SYNC = AccumSync(reduce_every_microbatch=False, zero2_gather_every_microbatch=True)
+# torchtitan: FSDP2 with no accumulation switches at all, its DDP too (``ddp_reduce_every_microbatch``).
+TORCHTITAN_ACCUM_SYNC = AccumSync(ddp_reduce_every_microbatch=True)
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from planner.model.settings_job import (
     FSDP1_ACCUM_OFFLOAD,
     NO_ACCUM_OFFLOAD,
     REDUCE_EVERY_MICROBATCH,
+    TORCHTITAN_ACCUM_SYNC,
 )
 from planner.model.zero_config import HF_DOCUMENTED_ZERO
 from planner.units import FP32_BYTES
@@ -329,6 +330,7 @@ TORCHTITAN_SETTINGS = DEFAULT_SETTINGS.but(
     # (models/llama3/parallelize.py l.57-72, DDP too: a shard degree of 1), and FSDP2 keeps a reduce
     # dtype unlike the parameters' (torch 2.13 _fsdp_param.py ``init_dtype_attrs``).
     pure_bf16_reduce_bytes=FP32_BYTES,
+    accum_sync=TORCHTITAN_ACCUM_SYNC,  # its DDP reduces every micro-batch (settings_job.py)
 )
 
 # Hugging Face Trainer / accelerate: transformers' modules (impl hf) under accelerate's FSDP (or
@@ -400,6 +402,8 @@ LLM_FOUNDRY_SETTINGS = with_attention(
     # one TP strategy (llmfoundry/tp/ffn_tp_strategy.py) splits the MLP only, never the LM head, so
     # the fused loss holds its bytes at any tp (review s41: charged loss_parallel's 16).
     TORCHTITAN_SETTINGS.but(
+        # Composer's own accumulation (its DDP sync strategy, not read here): DDP reduced once, as before review56
+        accum_sync=REDUCE_EVERY_MICROBATCH,
         loss_bytes_per_logit=FUSED_CE_BYTES_PER_LOGIT,
         compile_fuses_loss=False,
         selective_per_op=False,

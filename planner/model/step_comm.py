@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.model import comm, moe, zero_collectives
-from planner.model.accum_sync import gathers_per_step, reductions_per_step
+from planner.model.accum_sync import ddp_reductions_per_step, gathers_per_step, reductions_per_step
 from planner.model.block import block_table
 from planner.model.block_rows import Part, TpSplit
 from planner.model.candidates import SHARD_ZERO1, Candidates
@@ -94,7 +94,7 @@ def data_parallel_comm_s(
     whole = local_params * grad_bytes
     bucket = whole / (n_layers + 1) if s.ddp_bucket_bytes is None else np.minimum(whole, s.ddp_bucket_bytes)
     dp_link = comm.group_link(c, c.dp * c.cp, c.tp, s)
-    replicated_dp = comm.all_reduce_s(whole, c.dp * c.cp, dp_link, message_bytes=bucket)
+    replicated_dp = ddp_reductions_per_step(c, s) * comm.all_reduce_s(whole, c.dp * c.cp, dp_link, message_bytes=bucket)
     hsdp = reductions * comm.all_reduce_s(local_params * grad_bytes / c.shard_group, c.dp_replicate, replicate_link)
     dp = np.where(c.sharding >= SHARD_ZERO1, shard_traffic + hsdp, replicated_dp)
     dp_serial = np.zeros(len(c))

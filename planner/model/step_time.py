@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from planner.model import comm, moe, rates
-from planner.model.accum_sync import gathers_per_step, reductions_per_step
+from planner.model.accum_sync import ddp_reductions_per_step, gathers_per_step, reductions_per_step
 from planner.model.attention_scores import eager_softcap_attention, flash_attention_on, scores_per_microbatch
 from planner.model.block import block_table, root_table
 from planner.model.block_rows import Gemm, Part
@@ -403,8 +403,9 @@ def dp_window_s(model: ModelSpec, c: Candidates, s: ModelingSettings, compute) -
     backward hooks (``s.ddp_reduces_in_backward``): torch DDP's Reducer all-reduces a bucket once its
     gradients are ready, FSDP2's replicate a unit after its backward, and inner micro-batches skip
     the sync (no_sync, set_requires_gradient_sync), so neither the forwards nor the earlier
-    backwards run beside it; with a pipeline none of it (``s.pipeline_reduces_after_backward``)."""
-    last_backward = compute / c.grad_accum * backward_share(model, c)
+    backwards run beside it (each backward's own, where the stack reduces every micro-batch:
+    ``ddp_reductions_per_step``); with a pipeline none of it (``s.pipeline_reduces_after_backward``)."""
+    last_backward = compute / c.grad_accum * backward_share(model, c) * ddp_reductions_per_step(c, s)
     after_pipeline = (c.pp > 1) & s.pipeline_reduces_after_backward
     ddp_window = np.where(after_pipeline, 0.0, last_backward)
     return np.where((c.sharding == SHARD_NONE) & s.ddp_reduces_in_backward, ddp_window, compute)

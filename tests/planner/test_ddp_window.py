@@ -51,3 +51,17 @@ def test_a_pipeline_reduces_after_its_last_backward():
     c = single(gpu, layout, training, gpus_per_node=8, network_bandwidth=50e9)
     assert dp_window_s(MODEL, c, DEFAULT_SETTINGS, np.array([8.0]))[0] == 0.0
     assert dp_window_s(MODEL, c, STACK_SETTINGS[Stack.MEGATRON_CORE], np.array([8.0]))[0] == 8.0
+
+
+def test_torchtitans_ddp_reduces_every_micro_batch_under_its_own_backward():
+    """review56: torchtitan's trainer (b5bcd76) runs loss.backward() per accumulation step on fully_shard
+    without set_requires_gradient_sync, so its DDP all-reduces each micro-batch, each under that
+    backward: m reductions a step, hidden under every backward; trainplan's once, under the last."""
+    from planner.model.step_comm import data_parallel_comm_s
+
+    c = row(Sharding.NONE, grad_accum=4)
+    titan, plain = STACK_SETTINGS[Stack.TORCHTITAN], STACK_SETTINGS[Stack.TRAINPLAN]
+    window = dp_window_s(MODEL, c, titan, np.array([8.0]))[0]
+    assert window == pytest.approx(8.0 * backward_share(MODEL, c)[0])
+    titan_dp, plain_dp = (data_parallel_comm_s(MODEL, c, s, MODEL.num_layers)[0][0] for s in (titan, plain))
+    assert titan_dp == pytest.approx(4 * plain_dp)

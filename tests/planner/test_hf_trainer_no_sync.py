@@ -6,6 +6,8 @@ profile reduced every micro-batch, as trainplan's own FSDP2 trainer does."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from planner.catalog.hardware import load_catalog
@@ -47,8 +49,12 @@ def _estimate(settings, sharding: Sharding, grad_accum: int, offload: bool = Fal
 def test_the_profile_is_accelerates_no_sync_and_no_other_stack_takes_it() -> None:
     """DeepSpeed inherits the HF profile, but Trainer takes no no_sync under it (trainer.py l. 1941-1947)."""
     assert HF.accum_sync == ACCELERATE_NO_SYNC
-    others = [stack for stack in Stack if stack is not Stack.HF_TRAINER]
+    others = [stack for stack in Stack if stack not in (Stack.HF_TRAINER, Stack.TORCHTITAN)]
     assert all(STACK_SETTINGS[stack].accum_sync == REDUCE_EVERY_MICROBATCH for stack in others)
+    # torchtitan's differs in its DDP only, which reduces every micro-batch too (review56)
+    titan = STACK_SETTINGS[Stack.TORCHTITAN].accum_sync
+    assert titan.ddp_reduce_every_microbatch
+    assert replace(titan, ddp_reduce_every_microbatch=False) == REDUCE_EVERY_MICROBATCH
 
 
 @pytest.mark.parametrize("sharding", [Sharding.FSDP, Sharding.ZERO2])
