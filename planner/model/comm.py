@@ -33,13 +33,15 @@ class Link:
     the latency of its slowest hop: what a step whose ranks all wait for their neighbours pays
     (point-to-point, ring attention; review s29). ``hop_latency`` None: ``latency``. ``curve``: the
     network's measured all-reduce bus bandwidth on busbw_curve.GRID_BYTES for the rows whose group
-    crosses nodes (NaN elsewhere; None: no row has one)."""
+    crosses nodes (NaN elsewhere; None: no row has one); ``curve_share``: the share of each node's
+    GPUs (and so of its NICs) the group's ring holds there, against the curve's whole nodes."""
 
     bandwidth: np.ndarray
     latency: np.ndarray
     base_latency: float = 0.0
     hop_latency: np.ndarray | None = None
     curve: np.ndarray | None = None
+    curve_share: np.ndarray | float = 1.0
 
     @property
     def slowest_hop(self) -> np.ndarray:
@@ -92,7 +94,9 @@ def group_link(c: Candidates, size: np.ndarray, stride: np.ndarray, s: ModelingS
     if c.network_busbw_curve.shape[1]:  # a measured curve: the rows whose group leaves the node
         leaves = (span > domain) & (span > node)
         curve = np.where(leaves[:, None], c.network_busbw_curve, np.nan)
-    return Link(bandwidth, latency, s.collective_base_latency_s, hop, curve)
+    # The curve was measured with every GPU of each node in the ring (NetworkSpec); a group with
+    # fewer ranks a node (data parallelism across tp groups) leaves it through fewer NICs.
+    return Link(bandwidth, latency, s.collective_base_latency_s, hop, curve, ranks_per_reach / reach)
 
 
 def ring_step_latency(size, ranks_per_node, intra_latency, s: ModelingSettings) -> np.ndarray:
@@ -125,8 +129,20 @@ def all_gather_s(total_bytes, n, link: Link, calls=1, message_bytes=None) -> np.
     if link.curve is None:
         return modelled
     message = np.asarray(total_bytes / np.asarray(calls, dtype=float) if message_bytes is None else message_bytes)
-    measured = np.where(n > 1, steps / n * total_bytes / curve_bus_bandwidth(link.curve, message), np.nan)
-    return np.fmax(modelled, measured)
+    measured = steps / n * total_bytes / curve_bus_bandwidth(link.curve, message)
+    measured = measured + fewer_nics_s(steps / n * total_bytes, link)
+    return np.fmax(modelled, np.where(n > 1, measured, np.nan))
+
+
+def fewer_nics_s(ring_bytes, link: Link) -> np.ndarray:
+    """What a ring holding ``curve_share`` of each node's GPUs adds to the curve's time: its
+    bandwidth-bound part (the bytes at the curve's largest message, where latency no longer counts)
+    runs through that share of the node's NICs, 1 / share times as long; a latency-bound message
+    gains little. On p5 a tp 2 group's ring has 4 of each node's 8 GPUs, the 16 NICs of their
+    PCIe switches (Smol Training Playbook: 4 EFA NICs a GPU), half the 32 the curve's rings used."""
+    assert link.curve is not None
+    asymptote = link.curve[:, -1]
+    return ring_bytes * (1.0 / link.curve_share - 1.0) / asymptote
 
 
 reduce_scatter_s = all_gather_s

@@ -77,6 +77,25 @@ def test_a_large_all_reduce_runs_near_the_curves_top_and_never_above_the_model()
     assert 2 * (n - 1) / n * total / seconds == pytest.approx(328.99e9, rel=0.05)
 
 
+def test_a_ring_with_fewer_gpus_a_node_leaves_through_fewer_nics():
+    """Data parallelism across tp 2 groups holds 4 of each node's 8 GPUs: half the NICs the curve's
+    rings used, so a large all-reduce takes about twice the curve's time; a latency-bound one stays
+    at the ring model's own time (comm.fewer_nics_s adds the bandwidth-bound part only)."""
+    c, n = candidates(P5.allreduce_busbw_curve), 64
+    whole = comm.group_link(c, np.array([128]), np.array([1]), S)
+    half = comm.group_link(c, np.array([n]), np.array([2]), S)
+    assert half.curve_share == pytest.approx(0.5) and whole.curve_share == pytest.approx(1.0)
+    large = 8 * 1024.0**3
+    ratio = comm.all_reduce_s(large, n, half)[0] / comm.all_reduce_s(large, n, whole)[0]
+    assert ratio == pytest.approx(2.0, rel=0.02)
+    plain = comm.group_link(candidates(None), np.array([n]), np.array([2]), S)
+    # 256 MiB: the curve at half the NICs is slower than the ring model's four NICs a node
+    mid = 256.0 * MIB
+    assert comm.all_reduce_s(mid, n, half)[0] > 1.2 * comm.all_reduce_s(mid, n, plain)[0]
+    small = 2.0 * MIB
+    assert comm.all_reduce_s(small, n, half)[0] == comm.all_reduce_s(small, n, plain)[0]
+
+
 def test_a_group_inside_one_node_ignores_the_curve():
     link = ddp_link(P5.allreduce_busbw_curve, world=8)
     plain = ddp_link(None, world=8)
