@@ -189,7 +189,7 @@ def _all_true(flag: bool, device: torch.device) -> bool:
 # DCP loads either into the other, cast, without a word (bf16pure55, review55 L5).
 WEIGHT_FORMATS = {
     True: "pure bf16 weights and AdamW moments (no fp32 master)",
-    False: "fp32 master weights and AdamW moments (mixed precision)",
+    False: "fp32 weights and AdamW moments (the master of mixed precision, or fp32 training)",
 }
 
 

@@ -241,6 +241,10 @@ _LABELS: dict[str, tuple[str, str]] = {
     "network": ("Scale-out network", "节点间网络"),
     "network_default": ("each GPU's own (its reference server's)", "各 GPU 默认（参考服务器配置）"),
     "network_option": ("{id} ({gbit:.0f} Gb/s per GPU)", "{id}（每 GPU {gbit:.0f} Gb/s）"),
+    "network_option_curve": (
+        "{id} ({gbit:.0f} Gb/s per GPU; all-reduce measured by message size on {nodes} nodes)",
+        "{id}（每 GPU {gbit:.0f} Gb/s；all-reduce 按消息大小实测于 {nodes} 个节点）",
+    ),
     "network_help": (
         "The fabric between nodes: by default each GPU's reference server's (a DGX H100's 400 Gb/s InfiniBand "
         "per GPU); pick your cluster's to see what a slower or faster network costs.",

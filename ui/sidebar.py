@@ -283,7 +283,12 @@ def sidebar_network(tr: Labels, cat: Catalog) -> None:
     def label(network_id: str) -> str:
         if not network_id:
             return tr("network_default")
-        return tr("network_option", id=network_id, gbit=cat.network(network_id).gbit_per_s_per_gpu)
+        net = cat.network(network_id)
+        if net.allreduce_busbw_curve is not None:  # its collectives priced at the measured curve (comm.py)
+            return tr(
+                "network_option_curve", id=network_id, gbit=net.gbit_per_s_per_gpu, nodes=net.allreduce_busbw_nodes
+            )
+        return tr("network_option", id=network_id, gbit=net.gbit_per_s_per_gpu)
 
     st.selectbox(tr("network"), ["", *cat.networks], key="network", format_func=label, help=tr("network_help"))
 

@@ -416,7 +416,11 @@ def test_a_network_reaches_the_plan_in_both_languages():
     assert card(at)[EN("card_nodes")].endswith("· eth-100g")
     at.sidebar.selectbox(key="network").set_value("").run()
     at.sidebar.radio(key="lang").set_value("zh").run()
-    assert ZH("network_default") in at.sidebar.selectbox(key="network").options
+    options = at.sidebar.selectbox(key="network").options
+    assert ZH("network_default") in options
+    # the network whose all-reduce was measured by message size says so, and where (comm.py's curve)
+    assert ZH("network_option_curve", id="efa-p5-3200", gbit=400, nodes=16) in options
+    assert ZH("network_option", id="eth-100g", gbit=25) in options
 
 
 def test_the_portfolio_plans_every_job_on_the_sidebars_network(monkeypatch):
