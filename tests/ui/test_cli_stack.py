@@ -59,7 +59,8 @@ def test_stack_profiles_change_only_what_the_stack_changes():
     # torchtitan: full fp32 logits (compiled with the model), FlexAttention's windows (no band), its
     # per-op selective checkpointing, otherwise the same PyTorch: DTensor's TP collectives on the
     # critical path in both (DTENSOR_TP_COMM_OVERLAP, trainplan's own since session 52); its CP is
-    # torch's ring loop (cp_ring.py), trainplan's an all-gather; its pure bf16 reduces in fp32, trainplan's in bf16
+    # torch's ring loop (cp_ring.py), trainplan's an all-gather; its pure bf16 reduces in fp32, trainplan's in bf16;
+    # its DDP all-reduces every micro-batch, trainplan's skips the inner ones (accum_sync, review56)
     assert changed == {
         "loss_chunk_tokens",
         "sliding_window_band",
@@ -67,6 +68,7 @@ def test_stack_profiles_change_only_what_the_stack_changes():
         "selective_per_op",
         "cp_ring_loop",
         "pure_bf16_reduce_bytes",
+        "accum_sync",
     }
     assert trainplan.tp_comm_overlap == torchtitan.tp_comm_overlap == 0.0
 
