@@ -125,12 +125,12 @@ def all_gather_s(total_bytes, n, link: Link, calls=1, message_bytes=None) -> np.
     n = np.asarray(n, dtype=float)
     steps = np.maximum(n - 1, 0)
     latency = calls * (link.base_latency + steps * link.latency)
-    modelled = np.where(n > 1, latency + steps / n * total_bytes / link.bandwidth, 0.0)
+    ring_bytes = steps / n * total_bytes  # what each rank sends around the ring
+    modelled = np.where(n > 1, latency + ring_bytes / link.bandwidth, 0.0)
     if link.curve is None:
         return modelled
     message = np.asarray(total_bytes / np.asarray(calls, dtype=float) if message_bytes is None else message_bytes)
-    measured = steps / n * total_bytes / curve_bus_bandwidth(link.curve, message)
-    measured = measured + fewer_nics_s(steps / n * total_bytes, link)
+    measured = ring_bytes / curve_bus_bandwidth(link.curve, message) + fewer_nics_s(ring_bytes, link)
     return np.fmax(modelled, np.where(n > 1, measured, np.nan))
 
 
